@@ -1,0 +1,3 @@
+//! The provider's managed resource types, one folder each.
+
+pub mod zone_replica_map;

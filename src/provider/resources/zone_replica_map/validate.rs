@@ -1,0 +1,181 @@
+//! Offline checks of a `locality_zone_replica_map` configuration. Every problem is a
+//! diagnostic on the offending attribute; unknown values are skipped (they are checked again
+//! once known).
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::tfplugin::{AttributePath, Diagnostics, Value};
+
+/// Checks one configuration.
+pub fn validate(config: &Value, diags: &mut Diagnostics) {
+    let members = config.get("member");
+    if !members.is_unknown() && members.elements().is_empty() {
+        diags.attribute_error(
+            AttributePath::root("member"),
+            "Missing topology",
+            "At least one `member { endpoint, zone, role }` block is required: it is the topology the map is built from.",
+        );
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut primary: Option<usize> = None;
+    for (i, member) in members.elements().iter().enumerate() {
+        let at = |attr: &str| AttributePath::root("member").index(i).attr(attr);
+        if let Some(endpoint) = member.get("endpoint").as_str() {
+            if let Err(problem) = check_endpoint(endpoint) {
+                diags.attribute_error(at("endpoint"), "Invalid endpoint", problem);
+            } else if let Some(first) = seen.insert(endpoint, i) {
+                diags.attribute_error(
+                    at("endpoint"),
+                    "Duplicate member",
+                    format!("{endpoint:?} is already member[{first}]; each node may appear once."),
+                );
+            }
+        }
+        if let Some(zone) = member.get("zone").as_str() {
+            if !is_zone_name(zone) {
+                diags.attribute_error(at("zone"), "Invalid availability zone", zone_problem(zone));
+            }
+        }
+        match member.get("role").as_str() {
+            Some("replica") | None => {}
+            Some("primary") => {
+                if let Some(first) = primary.replace(i) {
+                    diags.attribute_error(
+                        at("role"),
+                        "More than one primary",
+                        format!("member[{first}] is already the primary; a replication group has one primary."),
+                    );
+                }
+            }
+            Some(other) => diags.attribute_error(
+                at("role"),
+                "Invalid role",
+                format!("{other:?} is not a role; allowed: \"replica\", \"primary\"."),
+            ),
+        }
+    }
+    match config.get("fallback_endpoint") {
+        Value::String(endpoint) => {
+            if let Err(problem) = check_endpoint(endpoint) {
+                diags.attribute_error(AttributePath::root("fallback_endpoint"), "Invalid endpoint", problem);
+            }
+        }
+        Value::Null if !members.elements().is_empty() => diags.attribute_error(
+            AttributePath::root("fallback_endpoint"),
+            "Missing fallback endpoint",
+            "`fallback_endpoint` is required with `member` blocks: clients in AZs without a replica use it (normally the reader endpoint, `host:port`).",
+        ),
+        _ => {}
+    }
+    for (i, zone) in config.get("zones").elements().iter().enumerate() {
+        if let Some(z) = zone.as_str() {
+            if !is_zone_name(z) {
+                diags.attribute_error(AttributePath::root("zones").index(i), "Invalid availability zone", zone_problem(z));
+            }
+        }
+    }
+    let files = config.get("file");
+    if !files.is_unknown() && files.elements().is_empty() {
+        diags.attribute_error(
+            AttributePath::root("file"),
+            "Missing publish target",
+            "Exactly one publish target block is required: `file { path = \"...\" }`.",
+        );
+    }
+    for (i, file) in files.elements().iter().enumerate() {
+        if let Some(path) = file.get("path").as_str() {
+            if path.trim().is_empty() || path.ends_with('/') {
+                diags.attribute_error(
+                    AttributePath::root("file").index(i).attr("path"),
+                    "Invalid path",
+                    format!("{path:?} is not a file path; give the path of the file to publish, e.g. \"replicas.json\"."),
+                );
+            }
+        }
+    }
+}
+
+fn zone_problem(zone: &str) -> String {
+    format!("{zone:?} is not an availability zone name; expected a region followed by a zone letter, such as \"ap-northeast-1a\" (or a Local Zone such as \"us-west-2-lax-1a\").")
+}
+
+/// Whether `zone` is an AZ name: `ap-northeast-1a`, `us-gov-west-1b`, `us-west-2-lax-1a`.
+pub fn is_zone_name(zone: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^[a-z]{2}(-[a-z]+)+-\d+(-[a-z]+-\d+)?[a-z]$").expect("valid regex"))
+        .is_match(zone)
+}
+
+/// Checks `host:port`: a DNS name, an IPv4 address, or a bracketed IPv6 address, and a port
+/// in 1..=65535.
+///
+/// # Errors
+/// A sentence saying what is wrong and what is allowed.
+pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
+    let allowed = "expected host:port, e.g. \"node-001.example.cache.amazonaws.com:6379\" or \"[2001:db8::1]:6379\"";
+    let Some((host, port)) = endpoint.rsplit_once(':') else {
+        return Err(format!("{endpoint:?} has no port; {allowed}."));
+    };
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => {}
+        _ => return Err(format!("{endpoint:?} has port {port:?}; the port must be a number from 1 to 65535.")),
+    }
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return inner
+            .parse::<Ipv6Addr>()
+            .map(|_| ())
+            .map_err(|_| format!("{endpoint:?}: {inner:?} is not an IPv6 address."));
+    }
+    if host.contains(':') {
+        return Err(format!("{endpoint:?}: write an IPv6 host in brackets; {allowed}."));
+    }
+    if host.parse::<Ipv4Addr>().is_ok() || is_dns_name(host) {
+        Ok(())
+    } else {
+        Err(format!("{endpoint:?}: {host:?} is not a valid host name; {allowed}."))
+    }
+}
+
+fn is_dns_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        // An all-numeric dotted name is a malformed IPv4 address, not a host name.
+        && !host.split('.').all(|l| l.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        for ok in ["node-001.abc.apne1.cache.amazonaws.com:6379", "10.0.0.1:6379", "[2001:db8::1]:6379", "localhost:1"] {
+            assert!(check_endpoint(ok).is_ok(), "{ok}");
+        }
+        for bad in ["node:0", "node:70000", "node", "2001:db8::1:6379", "-bad-.example:1", "999.1.1.1:1", "[zz]:1", ":6379", "a b:1"] {
+            assert!(check_endpoint(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn zones() {
+        for ok in ["ap-northeast-1a", "us-east-1f", "us-gov-west-1b", "us-west-2-lax-1a", "eu-central-2c"] {
+            assert!(is_zone_name(ok), "{ok}");
+        }
+        for bad in ["ap-northeast-1", "apne1-az1", "AP-NORTHEAST-1A", "tokyo", ""] {
+            assert!(!is_zone_name(bad), "{bad}");
+        }
+    }
+}
