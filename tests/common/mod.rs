@@ -1,0 +1,166 @@
+//! Test harness: runs the real `terraform` CLI against the provider binary, each run in its own
+//! temp dir with its own CLI config (dev_overrides, or an offline filesystem mirror).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The provider binary cargo built for these tests.
+pub fn provider_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_terraform-provider-locality"))
+}
+
+/// The crate version, which is the provider version in the mirror.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A terraform working directory.
+pub struct Terraform {
+    pub dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
+}
+
+/// What a terraform command did.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn all(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+impl Terraform {
+    fn with_cli_config(cli_config: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(".terraformrc");
+        std::fs::write(&path, cli_config).expect("write CLI config");
+        let mut tf = Terraform { dir, env: Vec::new() };
+        tf.env("TF_CLI_CONFIG_FILE", path.to_str().unwrap());
+        let home = tf.dir.path().to_str().unwrap().to_string();
+        tf.env("HOME", &home);
+        tf
+    }
+
+    /// A directory whose CLI config points the provider at the built binary (no init needed).
+    pub fn dev_overrides() -> Self {
+        let bin_dir = provider_binary().parent().unwrap().to_path_buf();
+        Self::with_cli_config(&format!(
+            "provider_installation {{\n  dev_overrides {{\n    \"locality/locality\" = \"{}\"\n  }}\n  direct {{}}\n}}\n",
+            bin_dir.display()
+        ))
+    }
+
+    /// A directory whose CLI config installs the provider from an offline filesystem mirror
+    /// holding a copy of the built binary (unpacked layout); `terraform init` is required.
+    pub fn mirror() -> Self {
+        let mirror = tempfile::tempdir().expect("temp dir").keep();
+        let platform = mirror.join(format!("registry.terraform.io/locality/locality/{VERSION}/linux_amd64"));
+        std::fs::create_dir_all(&platform).unwrap();
+        std::fs::copy(provider_binary(), platform.join(format!("terraform-provider-locality_v{VERSION}"))).unwrap();
+        Self::with_cli_config(&format!(
+            "provider_installation {{\n  filesystem_mirror {{\n    path    = \"{}\"\n    include = [\"registry.terraform.io/locality/*\"]\n  }}\n}}\n",
+            mirror.display()
+        ))
+    }
+
+    pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn write(&self, name: &str, content: &str) {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(path, content).unwrap();
+    }
+
+    pub fn read(&self, name: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(name)).ok()
+    }
+
+    pub fn exists(&self, name: &str) -> bool {
+        Path::new(&self.path(name)).exists()
+    }
+
+    /// Runs `terraform ARGS -no-color` in the directory.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let mut cmd = Command::new("terraform");
+        cmd.args(args).current_dir(self.dir.path());
+        if !args.iter().any(|a| *a == "-no-color" || a.starts_with("-json")) && !matches!(args.first(), Some(&"output" | &"state" | &"version" | &"fmt")) {
+            cmd.arg("-no-color");
+        }
+        for var in ["TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_REATTACH_PROVIDERS", "TF_DISABLE_PLUGIN_TLS", "TF_CLI_ARGS"] {
+            cmd.env_remove(var);
+        }
+        cmd.env("CHECKPOINT_DISABLE", "1").env("TF_IN_AUTOMATION", "1").env("TF_INPUT", "0");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let Output { status, stdout, stderr } = cmd.output().expect("terraform on PATH");
+        let run = Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        };
+        assert!(!run.all().contains("Provider produced inconsistent"), "terraform {args:?}:\n{}", run.all());
+        assert!(!run.all().contains("Provider produced invalid"), "terraform {args:?}:\n{}", run.all());
+        run
+    }
+
+    /// Runs and requires exit code 0.
+    #[track_caller]
+    pub fn ok(&self, args: &[&str]) -> String {
+        let run = self.run(args);
+        assert_eq!(run.code, 0, "terraform {args:?} failed:\n{}", run.all());
+        run.all()
+    }
+
+    /// Runs and requires a non-zero exit code; returns everything it printed.
+    #[track_caller]
+    pub fn fails(&self, args: &[&str]) -> String {
+        let run = self.run(args);
+        assert_ne!(run.code, 0, "terraform {args:?} unexpectedly succeeded:\n{}", run.all());
+        run.all()
+    }
+
+    /// `terraform plan -detailed-exitcode`: 0 = no changes, 2 = changes.
+    #[track_caller]
+    pub fn plan_exit_code(&self) -> (i32, String) {
+        let run = self.run(&["plan", "-detailed-exitcode"]);
+        assert!(run.code == 0 || run.code == 2, "plan failed:\n{}", run.all());
+        (run.code, run.all())
+    }
+
+    #[track_caller]
+    pub fn assert_no_changes(&self) {
+        let (code, out) = self.plan_exit_code();
+        assert_eq!(code, 0, "expected an empty plan:\n{out}");
+    }
+
+    #[track_caller]
+    pub fn output(&self, name: &str) -> String {
+        let run = self.run(&["output", "-raw", name]);
+        assert_eq!(run.code, 0, "terraform output failed:\n{}", run.all());
+        run.stdout.trim().to_string()
+    }
+}
+
+/// The `terraform { required_providers }` preamble.
+pub const PREAMBLE: &str = r#"terraform {
+  required_providers {
+    locality = {
+      source  = "locality/locality"
+    }
+  }
+}
+"#;
