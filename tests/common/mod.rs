@@ -45,6 +45,11 @@ impl Terraform {
         tf
     }
 
+    /// A directory with an empty CLI config (for reattach mode).
+    pub fn with_empty_cli_config() -> Self {
+        Self::with_cli_config("")
+    }
+
     /// A directory whose CLI config points the provider at the built binary (no init needed).
     pub fn dev_overrides() -> Self {
         let bin_dir = provider_binary().parent().unwrap().to_path_buf();
@@ -99,10 +104,11 @@ impl Terraform {
         if !args.iter().any(|a| *a == "-no-color" || a.starts_with("-json")) && !matches!(args.first(), Some(&"output" | &"state" | &"version" | &"fmt")) {
             cmd.arg("-no-color");
         }
-        for var in ["TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_REATTACH_PROVIDERS", "TF_DISABLE_PLUGIN_TLS", "TF_CLI_ARGS"] {
+        for var in ["TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_DISABLE_PLUGIN_TLS", "TF_CLI_ARGS"] {
             cmd.env_remove(var);
         }
         cmd.env("CHECKPOINT_DISABLE", "1").env("TF_IN_AUTOMATION", "1").env("TF_INPUT", "0");
+        cmd.env_remove("TF_REATTACH_PROVIDERS");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
