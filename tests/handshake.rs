@@ -31,9 +31,14 @@ fn terraform_like_identity() -> ClientIdentity {
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap();
     let mut params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
     params.distinguished_name.push(rcgen::DnType::CommonName, "localhost");
-    params.distinguished_name.push(rcgen::DnType::OrganizationName, "HashiCorp");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "HashiCorp");
     params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth, rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    params.extended_key_usages = vec![
+        rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+        rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+    ];
     let cert = params.self_signed(&key).unwrap();
     ClientIdentity {
         pem: cert.pem(),
@@ -72,36 +77,80 @@ fn start_plugin(client_cert_pem: Option<&str>) -> Plugin {
     };
     let mut child = cmd.spawn().unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let parts: Vec<&str> = line.trim_end().split('|').collect();
     assert_eq!(parts.len(), 6, "handshake line {line:?}");
     assert_eq!(&parts[..3], ["1", "6", "tcp"]);
     assert_eq!(parts[4], "grpc");
     let addr: SocketAddr = parts[3].parse().unwrap();
     assert!(addr.ip().is_loopback());
-    assert!((10000..=25000).contains(&addr.port()), "port from PLUGIN_MIN/MAX_PORT: {addr}");
+    assert!(
+        (10000..=25000).contains(&addr.port()),
+        "port from PLUGIN_MIN/MAX_PORT: {addr}"
+    );
     assert!(!parts[5].contains('='), "the certificate is unpadded base64");
-    let server_cert = base64::engine::general_purpose::STANDARD_NO_PAD.decode(parts[5]).unwrap();
+    let server_cert = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(parts[5])
+        .unwrap();
     assert_eq!(server_cert.is_empty(), client_cert_pem.is_none());
-    Plugin { child, addr, server_cert }
+    Plugin {
+        child,
+        addr,
+        server_cert,
+    }
 }
 
 #[derive(Debug)]
 struct PinnedServer(Vec<u8>);
 
 impl ServerCertVerifier for PinnedServer {
-    fn verify_server_cert(&self, end_entity: &CertificateDer<'_>, _: &[CertificateDer<'_>], _: &ServerName<'_>, _: &[u8], _: UnixTime) -> Result<ServerCertVerified, rustls::Error> {
-        assert_eq!(end_entity.as_ref(), self.0.as_slice(), "server presents the handshake certificate");
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        assert_eq!(
+            end_entity.as_ref(),
+            self.0.as_slice(),
+            "server presents the handshake certificate"
+        );
         Ok(ServerCertVerified::assertion())
     }
-    fn verify_tls12_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &aws_lc_rs::default_provider().signature_verification_algorithms)
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            m,
+            c,
+            d,
+            &aws_lc_rs::default_provider().signature_verification_algorithms,
+        )
     }
-    fn verify_tls13_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &aws_lc_rs::default_provider().signature_verification_algorithms)
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            m,
+            c,
+            d,
+            &aws_lc_rs::default_provider().signature_verification_algorithms,
+        )
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        aws_lc_rs::default_provider().signature_verification_algorithms.supported_schemes()
+        aws_lc_rs::default_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
@@ -149,7 +198,9 @@ async fn get_schema(plugin: &Plugin, auth: ClientAuth<'_>) -> Result<get_provide
             let connector = connector.clone();
             async move {
                 let tcp = tokio::net::TcpStream::connect(addr).await?;
-                let tls = connector.connect(ServerName::try_from("localhost").unwrap(), tcp).await?;
+                let tls = connector
+                    .connect(ServerName::try_from("localhost").unwrap(), tcp)
+                    .await?;
                 Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tls))
             }
         }))
@@ -169,30 +220,65 @@ async fn only_the_certificate_terraform_passed_with_its_key_is_accepted() {
     let terraform = terraform_like_identity();
     let plugin = start_plugin(Some(&terraform.pem));
 
-    let schema = get_schema(&plugin, ClientAuth::Cert { cert_der: &terraform.der, key_der: &terraform.key_der })
-        .await
-        .expect("Terraform's own certificate and key are accepted");
+    let schema = get_schema(
+        &plugin,
+        ClientAuth::Cert {
+            cert_der: &terraform.der,
+            key_der: &terraform.key_der,
+        },
+    )
+    .await
+    .expect("Terraform's own certificate and key are accepted");
     assert!(schema.resource_schemas.contains_key("locality_zone_replica_map"));
 
     let refused = get_schema(&plugin, ClientAuth::None).await;
     assert!(refused.is_err(), "a client without a certificate is refused");
 
     let other = terraform_like_identity();
-    let refused = get_schema(&plugin, ClientAuth::Cert { cert_der: &other.der, key_der: &other.key_der }).await;
+    let refused = get_schema(
+        &plugin,
+        ClientAuth::Cert {
+            cert_der: &other.der,
+            key_der: &other.key_der,
+        },
+    )
+    .await;
     assert!(refused.is_err(), "another certificate is refused");
 
-    let refused = get_schema(&plugin, ClientAuth::Cert { cert_der: &terraform.der, key_der: &other.key_der }).await;
-    assert!(refused.is_err(), "the right certificate with another key is refused (handshake signature)");
+    let refused = get_schema(
+        &plugin,
+        ClientAuth::Cert {
+            cert_der: &terraform.der,
+            key_der: &other.key_der,
+        },
+    )
+    .await;
+    assert!(
+        refused.is_err(),
+        "the right certificate with another key is refused (handshake signature)"
+    );
 
     // The server still serves the legitimate client after refusing the others.
-    get_schema(&plugin, ClientAuth::Cert { cert_der: &terraform.der, key_der: &terraform.key_der }).await.unwrap();
+    get_schema(
+        &plugin,
+        ClientAuth::Cert {
+            cert_der: &terraform.der,
+            key_der: &terraform.key_der,
+        },
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
 async fn shutdown_makes_the_process_exit() {
     // Plaintext (TF_DISABLE_PLUGIN_TLS: no PLUGIN_CLIENT_CERT) keeps this test about Shutdown.
     let mut plugin = start_plugin(None);
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", plugin.addr)).unwrap().connect().await.unwrap();
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", plugin.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     let started = Instant::now();
     GrpcControllerClient::new(channel)
         .shutdown(locality::tfplugin::proto::plugin::Empty {})
@@ -204,18 +290,27 @@ async fn shutdown_makes_the_process_exit() {
             assert!(status.success(), "{status}");
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(2), "the provider did not exit after Shutdown");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the provider did not exit after Shutdown"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
 #[test]
 fn refuses_to_run_without_the_magic_cookie_or_protocol_6() {
-    let out = Command::new(common::provider_binary()).env_remove(MAGIC_COOKIE_KEY).output().unwrap();
+    let out = Command::new(common::provider_binary())
+        .env_remove(MAGIC_COOKIE_KEY)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty(), "nothing on stdout");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("plugin for Terraform") && stderr.contains("--debug"), "{stderr}");
+    assert!(
+        stderr.contains("plugin for Terraform") && stderr.contains("--debug"),
+        "{stderr}"
+    );
 
     let out = Command::new(common::provider_binary())
         .env(MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE)

@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use locality::tfplugin::proto::tfplugin6 as pb;
 use locality::tfplugin::value::{decode_msgpack, encode_msgpack};
 use locality::tfplugin::{
-    Attribute, Block, Context, DataSource, Diagnostics, Nesting, NestedBlock, PlanRequest, Provider, ProviderService, Resource, Schema, Type, Value,
+    Attribute, Block, Context, DataSource, Diagnostics, NestedBlock, Nesting, PlanRequest, Provider, ProviderService,
+    Resource, Schema, Type, Value,
 };
 use pb::provider_client::ProviderClient;
 use tokio_util::sync::CancellationToken;
@@ -26,7 +27,10 @@ struct Probe;
 impl Provider for ProbeProvider {
     type Data = ();
     fn schema(&self) -> Schema {
-        Schema { version: 0, block: Block::new("probe provider") }
+        Schema {
+            version: 0,
+            block: Block::new("probe provider"),
+        }
     }
     async fn configure(&self, _: &Value, _: &mut Diagnostics) -> Option<()> {
         Some(())
@@ -61,9 +65,28 @@ impl Resource<()> for Probe {
                 .attribute(Attribute::bool("slow").optional())
                 .attribute(Attribute::string("secret").optional().sensitive())
                 .attribute(Attribute::string("old").optional().deprecated("use number"))
-                .attribute(Attribute::nested("settings", Nesting::List, vec![Attribute::string("key").required(), Attribute::number("value").optional()]).optional())
-                .attribute(Attribute::nested("single_nested", Nesting::Single, vec![Attribute::string("x").optional()]).optional())
-                .attribute(Attribute::nested("map_nested", Nesting::Map, vec![Attribute::string("x").optional()]).optional())
+                .attribute(
+                    Attribute::nested(
+                        "settings",
+                        Nesting::List,
+                        vec![
+                            Attribute::string("key").required(),
+                            Attribute::number("value").optional(),
+                        ],
+                    )
+                    .optional(),
+                )
+                .attribute(
+                    Attribute::nested(
+                        "single_nested",
+                        Nesting::Single,
+                        vec![Attribute::string("x").optional()],
+                    )
+                    .optional(),
+                )
+                .attribute(
+                    Attribute::nested("map_nested", Nesting::Map, vec![Attribute::string("x").optional()]).optional(),
+                )
                 .block(NestedBlock::new("one", Nesting::Single, inner_block()))
                 .block(NestedBlock::new("many", Nesting::List, inner_block()))
                 .block(NestedBlock::new("bag", Nesting::Set, inner_block()))
@@ -102,7 +125,10 @@ impl Resource<()> for Probe {
             return None;
         }
         // Version 0 stored the number as a string attribute "legacy_number".
-        let legacy = state.get("legacy_number").as_str().map(|s| locality::tfplugin::Number::parse(s).unwrap());
+        let legacy = state
+            .get("legacy_number")
+            .as_str()
+            .map(|s| locality::tfplugin::Number::parse(s).unwrap());
         if let Value::Object(m) = &mut state {
             m.remove("legacy_number");
         }
@@ -125,8 +151,14 @@ async fn start_server() -> (SocketAddr, CancellationToken) {
 }
 
 async fn client(addr: SocketAddr) -> ProviderClient<Channel> {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
-    ProviderClient::new(channel).max_decoding_message_size(64 << 20).max_encoding_message_size(64 << 20)
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    ProviderClient::new(channel)
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20)
 }
 
 fn probe_type() -> Type {
@@ -134,7 +166,10 @@ fn probe_type() -> Type {
 }
 
 fn dv(value: &Value) -> Option<pb::DynamicValue> {
-    Some(pb::DynamicValue { msgpack: encode_msgpack(value, &probe_type()), json: Vec::new() })
+    Some(pb::DynamicValue {
+        msgpack: encode_msgpack(value, &probe_type()),
+        json: Vec::new(),
+    })
 }
 
 fn reattach(addr: SocketAddr) -> String {
@@ -192,10 +227,20 @@ async fn terraform_round_trips_every_value_and_schema_shape() {
         tf.ok(&["validate"]);
         tf.ok(&["apply", "-auto-approve"]);
         assert_eq!(tf.output("echo"), "0.1");
-        assert_eq!(tf.output("numbers"), "[12345678901234567890,1.5,-7,300,1000000000000000000000000000000]");
+        assert_eq!(
+            tf.output("numbers"),
+            "[12345678901234567890,1.5,-7,300,1000000000000000000000000000000]"
+        );
         assert_eq!(tf.output("anything"), r#"{"a":1,"b":["x","y"]}"#);
         tf.assert_no_changes();
-        tf.write("main.tf", &format!("{}{}", common::PREAMBLE, CONFIG.replace("number   = 0.1", "number   = 0.30000000000000000001")));
+        tf.write(
+            "main.tf",
+            &format!(
+                "{}{}",
+                common::PREAMBLE,
+                CONFIG.replace("number   = 0.1", "number   = 0.30000000000000000001")
+            ),
+        );
         let (code, plan) = tf.plan_exit_code();
         assert_eq!(code, 2);
         assert!(plan.contains("0.1 -> 0.30000000000000000001"), "{plan}");
@@ -213,8 +258,16 @@ async fn terraform_round_trips_every_value_and_schema_shape() {
 async fn stop_provider_cancels_in_flight_work() {
     let (addr, _stop) = start_server().await;
     let mut c = client(addr).await;
-    c.configure_provider(pb::configure_provider::Request { config: None, ..Default::default() }).await.unwrap();
-    let planned = Probe.schema().block.conform(&Value::object([("slow", Value::Bool(true)), ("id", Value::Unknown)]));
+    c.configure_provider(pb::configure_provider::Request {
+        config: None,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let planned = Probe
+        .schema()
+        .block
+        .conform(&Value::object([("slow", Value::Bool(true)), ("id", Value::Unknown)]));
     let mut apply_client = c.clone();
     let apply = tokio::spawn(async move {
         apply_client
@@ -232,12 +285,17 @@ async fn stop_provider_cancels_in_flight_work() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!apply.is_finished(), "the apply is in flight");
     c.stop_provider(pb::stop_provider::Request {}).await.unwrap();
-    let response = tokio::time::timeout(Duration::from_secs(5), apply).await.expect("apply returns after StopProvider").unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), apply)
+        .await
+        .expect("apply returns after StopProvider")
+        .unwrap();
     let diag = &response.diagnostics[0];
     assert_eq!(diag.severity, pb::diagnostic::Severity::Error as i32);
     assert_eq!(diag.summary, "Operation cancelled");
     // Nothing was created, so nothing is tracked.
-    assert!(decode_msgpack(&response.new_state.unwrap().msgpack, &probe_type()).unwrap().is_null());
+    assert!(decode_msgpack(&response.new_state.unwrap().msgpack, &probe_type())
+        .unwrap()
+        .is_null());
 }
 
 #[tokio::test]
@@ -247,20 +305,38 @@ async fn upgrade_resource_state_fills_new_attributes_and_runs_version_upgrades()
     let upgrade = |version: i64, json: &str| pb::upgrade_resource_state::Request {
         type_name: "locality_probe".into(),
         version,
-        raw_state: Some(pb::RawState { json: json.as_bytes().to_vec(), flatmap: Default::default() }),
+        raw_state: Some(pb::RawState {
+            json: json.as_bytes().to_vec(),
+            flatmap: Default::default(),
+        }),
     };
 
     // Same version, attributes and blocks missing (as after a provider update adding them).
-    let r = c.upgrade_resource_state(upgrade(1, "{\n  \"id\": \"x\",\n  \"number\": 12345678901234567890\n}")).await.unwrap().into_inner();
+    let r = c
+        .upgrade_resource_state(upgrade(1, "{\n  \"id\": \"x\",\n  \"number\": 12345678901234567890\n}"))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(r.diagnostics.is_empty(), "{:?}", r.diagnostics);
     let state = decode_msgpack(&r.upgraded_state.unwrap().msgpack, &probe_type()).unwrap();
-    assert_eq!(state.get("number").as_number().unwrap().as_str(), "12345678901234567890");
-    assert_eq!(state.get("many"), &Value::List(vec![]), "list blocks are empty, never null");
+    assert_eq!(
+        state.get("number").as_number().unwrap().as_str(),
+        "12345678901234567890"
+    );
+    assert_eq!(
+        state.get("many"),
+        &Value::List(vec![]),
+        "list blocks are empty, never null"
+    );
     assert!(state.get("grp").entries().is_some(), "group blocks are never null");
     assert!(state.get("one").is_null());
 
     // Version 0 → 1 runs the resource's upgrade.
-    let r = c.upgrade_resource_state(upgrade(0, r#"{"id":"x","legacy_number":"0.1"}"#)).await.unwrap().into_inner();
+    let r = c
+        .upgrade_resource_state(upgrade(0, r#"{"id":"x","legacy_number":"0.1"}"#))
+        .await
+        .unwrap()
+        .into_inner();
     assert!(r.diagnostics.is_empty(), "{:?}", r.diagnostics);
     let state = decode_msgpack(&r.upgraded_state.unwrap().msgpack, &probe_type()).unwrap();
     assert_eq!(state.get("number").as_number().unwrap().as_str(), "0.1");
@@ -275,8 +351,13 @@ async fn upgrade_resource_state_fills_new_attributes_and_runs_version_upgrades()
 async fn plans_pass_private_state_and_unknown_types_are_diagnostics() {
     let (addr, _stop) = start_server().await;
     let mut c = client(addr).await;
-    c.configure_provider(pb::configure_provider::Request::default()).await.unwrap();
-    let config = Probe.schema().block.conform(&Value::object([("big", Value::from("v"))]));
+    c.configure_provider(pb::configure_provider::Request::default())
+        .await
+        .unwrap();
+    let config = Probe
+        .schema()
+        .block
+        .conform(&Value::object([("big", Value::from("v"))]));
     let r = c
         .plan_resource_change(pb::plan_resource_change::Request {
             type_name: "locality_probe".into(),
@@ -291,24 +372,40 @@ async fn plans_pass_private_state_and_unknown_types_are_diagnostics() {
         .into_inner();
     assert_eq!(r.planned_private, b"opaque-private");
     let planned = decode_msgpack(&r.planned_state.unwrap().msgpack, &probe_type()).unwrap();
-    assert!(planned.get("id").is_unknown(), "computed attributes are unknown on create");
+    assert!(
+        planned.get("id").is_unknown(),
+        "computed attributes are unknown on create"
+    );
 
     let r = c
-        .validate_resource_config(pb::validate_resource_config::Request { type_name: "locality_nope".into(), ..Default::default() })
+        .validate_resource_config(pb::validate_resource_config::Request {
+            type_name: "locality_nope".into(),
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
     assert_eq!(r.diagnostics[0].severity, pb::diagnostic::Severity::Error as i32);
-    assert!(r.diagnostics[0].detail.contains("locality_probe"), "lists the real types");
+    assert!(
+        r.diagnostics[0].detail.contains("locality_probe"),
+        "lists the real types"
+    );
 }
 
 #[tokio::test]
 async fn messages_over_four_mebibytes_are_accepted() {
     let (addr, _stop) = start_server().await;
     let mut c = client(addr).await;
-    let config = Probe.schema().block.conform(&Value::object([("big", Value::from("x".repeat(6 << 20)))]));
+    let config = Probe
+        .schema()
+        .block
+        .conform(&Value::object([("big", Value::from("x".repeat(6 << 20)))]));
     let r = c
-        .validate_resource_config(pb::validate_resource_config::Request { type_name: "locality_probe".into(), config: dv(&config), ..Default::default() })
+        .validate_resource_config(pb::validate_resource_config::Request {
+            type_name: "locality_probe".into(),
+            config: dv(&config),
+            ..Default::default()
+        })
         .await
         .expect("a 6 MiB config is within the raised limit")
         .into_inner();
@@ -319,19 +416,35 @@ async fn messages_over_four_mebibytes_are_accepted() {
 async fn schema_encoding_follows_terraform_rules() {
     let (addr, _stop) = start_server().await;
     let mut c = client(addr).await;
-    let schema = c.get_provider_schema(pb::get_provider_schema::Request {}).await.unwrap().into_inner();
+    let schema = c
+        .get_provider_schema(pb::get_provider_schema::Request {})
+        .await
+        .unwrap()
+        .into_inner();
     let probe = &schema.resource_schemas["locality_probe"];
     assert_eq!(probe.version, 1);
     let block = probe.block.as_ref().unwrap();
     let settings = block.attributes.iter().find(|a| a.name == "settings").unwrap();
     assert!(settings.r#type.is_empty(), "nested attributes have no `type`");
-    assert_eq!(settings.nested_type.as_ref().unwrap().nesting, pb::schema::object::NestingMode::List as i32);
+    assert_eq!(
+        settings.nested_type.as_ref().unwrap().nesting,
+        pb::schema::object::NestingMode::List as i32
+    );
     let numbers = block.attributes.iter().find(|a| a.name == "numbers").unwrap();
     assert_eq!(numbers.r#type, br#"["list","number"]"#);
     assert!(block.attributes.iter().find(|a| a.name == "secret").unwrap().sensitive);
     assert!(block.attributes.iter().find(|a| a.name == "old").unwrap().deprecated);
     let modes: Vec<i32> = block.block_types.iter().map(|b| b.nesting).collect();
     use pb::schema::nested_block::NestingMode as M;
-    assert_eq!(modes, [M::Single as i32, M::List as i32, M::Set as i32, M::Map as i32, M::Group as i32]);
+    assert_eq!(
+        modes,
+        [
+            M::Single as i32,
+            M::List as i32,
+            M::Set as i32,
+            M::Map as i32,
+            M::Group as i32
+        ]
+    );
     assert!(schema.provider.is_some());
 }

@@ -36,12 +36,19 @@ fn full_lifecycle_through_dev_overrides() {
     tf.assert_no_changes();
 
     // change a member → update in place, and the plan names the AZ that changes
-    let moved = [TOPOLOGY[0], ("node-004.example:6379", "ap-northeast-1c", "replica"), TOPOLOGY[2]];
+    let moved = [
+        TOPOLOGY[0],
+        ("node-004.example:6379", "ap-northeast-1c", "replica"),
+        TOPOLOGY[2],
+    ];
     tf.write("main.tf", &config(&moved, "out/replicas.json"));
     let (code, plan) = tf.plan_exit_code();
     assert_eq!(code, 2);
     assert!(plan.contains("will be updated in-place"), "{plan}");
-    assert!(plan.contains(r#""ap-northeast-1c" = "node-002.example:6379" -> "node-004.example:6379""#), "{plan}");
+    assert!(
+        plan.contains(r#""ap-northeast-1c" = "node-002.example:6379" -> "node-004.example:6379""#),
+        "{plan}"
+    );
     tf.ok(&["apply", "-auto-approve"]);
     assert!(tf.read("out/replicas.json").unwrap().contains("node-004.example:6379"));
     tf.assert_no_changes();
@@ -59,10 +66,16 @@ fn full_lifecycle_through_dev_overrides() {
 
     // edit the published file by hand → the plan shows the drift on that AZ; apply restores it
     let good = tf.read("out/moved.json").unwrap();
-    tf.write("out/moved.json", &good.replace("node-003.example:6379", "rogue.example:6379"));
+    tf.write(
+        "out/moved.json",
+        &good.replace("node-003.example:6379", "rogue.example:6379"),
+    );
     let (code, plan) = tf.plan_exit_code();
     assert_eq!(code, 2, "{plan}");
-    assert!(plan.contains(r#""ap-northeast-1d" = "rogue.example:6379" -> "node-003.example:6379""#), "{plan}");
+    assert!(
+        plan.contains(r#""ap-northeast-1d" = "rogue.example:6379" -> "node-003.example:6379""#),
+        "{plan}"
+    );
     tf.ok(&["apply", "-auto-approve"]);
     assert_eq!(tf.read("out/moved.json").unwrap(), good);
     tf.assert_no_changes();
@@ -82,7 +95,10 @@ fn full_lifecycle_through_dev_overrides() {
     let (code, plan) = tf.plan_exit_code();
     assert_eq!(code, 2);
     assert!(plan.contains("+ member {"), "{plan}");
-    assert!(!plan.contains("document"), "import must recover the published document:\n{plan}");
+    assert!(
+        !plan.contains("document"),
+        "import must recover the published document:\n{plan}"
+    );
     assert!(!plan.contains("endpoints"), "{plan}");
     tf.ok(&["apply", "-auto-approve"]);
     assert_eq!(tf.read("out/moved.json").unwrap(), good);
@@ -90,7 +106,10 @@ fn full_lifecycle_through_dev_overrides() {
 
     // an import {} block, with a bare path as the ID
     tf.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
-    tf.write("import.tf", "import {\n  to = locality_zone_replica_map.cache\n  id = \"out/moved.json\"\n}\n");
+    tf.write(
+        "import.tf",
+        "import {\n  to = locality_zone_replica_map.cache\n  id = \"out/moved.json\"\n}\n",
+    );
     let (code, plan) = tf.plan_exit_code();
     assert_eq!(code, 2);
     assert!(plan.contains("1 to import"), "{plan}");
@@ -118,14 +137,23 @@ fn full_lifecycle_through_dev_overrides() {
 fn lifecycle_through_filesystem_mirror_with_lock_file() {
     let tf = Terraform::mirror();
     let main = config(TOPOLOGY, "replicas.json").replace(
-        "source  = \"locality/locality\"",
-        &format!("source  = \"locality/locality\"\n      version = \"~> {}\"", common::VERSION),
+        "source = \"locality/locality\"",
+        &format!(
+            "source  = \"locality/locality\"\n      version = \"~> {}\"",
+            common::VERSION
+        ),
     );
     tf.write("main.tf", &main);
     let out = tf.ok(&["init"]);
-    assert!(out.contains(&format!("Installed locality/locality v{}", common::VERSION)), "{out}");
+    assert!(
+        out.contains(&format!("Installed locality/locality v{}", common::VERSION)),
+        "{out}"
+    );
     let lock = tf.read(".terraform.lock.hcl").expect("lock file");
-    assert!(lock.contains("provider \"registry.terraform.io/locality/locality\""), "{lock}");
+    assert!(
+        lock.contains("provider \"registry.terraform.io/locality/locality\""),
+        "{lock}"
+    );
     assert!(lock.contains("h1:"), "{lock}");
 
     tf.ok(&["apply", "-auto-approve"]);
@@ -141,17 +169,72 @@ fn invalid_configurations_point_at_the_attribute() {
     let tf = Terraform::dev_overrides();
     let cases: &[(&str, &str, &str, &str)] = &[
         // (what to replace in the valid config, replacement, summary expected, source text expected on the error line)
-        ("node-002.example:6379", "node-002.example", "Invalid endpoint", r#"endpoint = "node-002.example""#),
-        ("node-002.example:6379", "node-002.example:99999", "port must be a number from 1 to 65535", r#"endpoint = "node-002.example:99999""#),
-        ("ap-northeast-1c", "tokyo-c", "Invalid availability zone", r#"zone     = "tokyo-c""#),
-        (r#"role     = "replica""#, r#"role     = "reader""#, "Invalid role", r#"role     = "reader""#),
-        ("node-003.example:6379", "node-002.example:6379", "Duplicate member", r#"endpoint = "node-002.example:6379""#),
-        (r#"role     = "replica""#, r#"role     = "primary""#, "More than one primary", r#"role     = "primary""#),
-        ("fallback_endpoint = \"reader.example:6379\"", "fallback_endpoint = \"reader.example\"", "Invalid endpoint", "fallback_endpoint = \"reader.example\""),
-        ("fallback_endpoint = \"reader.example:6379\"", "", "Missing fallback endpoint", "resource \"locality_zone_replica_map\" \"cache\""),
-        ("file {\n    path = \"replicas.json\"\n  }", "", "Missing publish target", "resource \"locality_zone_replica_map\" \"cache\""),
-        ("path = \"replicas.json\"", "path = \"dir/\"", "Invalid path", "path = \"dir/\""),
-        ("provider \"locality\" {}", "provider \"locality\" {\n  cloudflare {\n    base_url = \"http://api.example.com\"\n  }\n}", "Invalid URL", "base_url = \"http://api.example.com\""),
+        (
+            "node-002.example:6379",
+            "node-002.example",
+            "Invalid endpoint",
+            r#"endpoint = "node-002.example""#,
+        ),
+        (
+            "node-002.example:6379",
+            "node-002.example:99999",
+            "port must be a number from 1 to 65535",
+            r#"endpoint = "node-002.example:99999""#,
+        ),
+        (
+            "ap-northeast-1c",
+            "tokyo-c",
+            "Invalid availability zone",
+            r#"zone     = "tokyo-c""#,
+        ),
+        (
+            r#"role     = "replica""#,
+            r#"role     = "reader""#,
+            "Invalid role",
+            r#"role     = "reader""#,
+        ),
+        (
+            "node-003.example:6379",
+            "node-002.example:6379",
+            "Duplicate member",
+            r#"endpoint = "node-002.example:6379""#,
+        ),
+        (
+            r#"role     = "replica""#,
+            r#"role     = "primary""#,
+            "More than one primary",
+            r#"role     = "primary""#,
+        ),
+        (
+            "fallback_endpoint = \"reader.example:6379\"",
+            "fallback_endpoint = \"reader.example\"",
+            "Invalid endpoint",
+            "fallback_endpoint = \"reader.example\"",
+        ),
+        (
+            "fallback_endpoint = \"reader.example:6379\"",
+            "",
+            "Missing fallback endpoint",
+            "resource \"locality_zone_replica_map\" \"cache\"",
+        ),
+        (
+            "file {\n    path = \"replicas.json\"\n  }",
+            "",
+            "Missing publish target",
+            "resource \"locality_zone_replica_map\" \"cache\"",
+        ),
+        (
+            "path = \"replicas.json\"",
+            "path = \"dir/\"",
+            "Invalid path",
+            "path = \"dir/\"",
+        ),
+        (
+            "provider \"locality\" {}",
+            "provider \"locality\" {\n  cloudflare {\n    base_url = \"http://api.example.com\"\n  }\n}",
+            "Invalid URL",
+            "base_url = \"http://api.example.com\"",
+        ),
     ];
     let valid = config(TOPOLOGY, "replicas.json");
     tf.ok(&["validate"]);
@@ -159,7 +242,11 @@ fn invalid_configurations_point_at_the_attribute() {
         assert!(valid.contains(from), "case {from:?} does not apply");
         let broken = valid.replacen(from, to, if from.contains("node-003") { 1 } else { usize::MAX });
         // Only the replica member is edited for role cases: keep the primary intact.
-        let broken = if from.starts_with("role") { valid.replacen(from, to, 1) } else { broken };
+        let broken = if from.starts_with("role") {
+            valid.replacen(from, to, 1)
+        } else {
+            broken
+        };
         tf.write("main.tf", &broken);
         let out = tf.fails(&["validate"]);
         // Terraform wraps long details: compare with whitespace collapsed.
@@ -168,13 +255,18 @@ fn invalid_configurations_point_at_the_attribute() {
         assert!(out.contains(line), "expected the diagnostic to show {line:?}:\n{out}");
     }
     // Terraform's own limit: one file block.
-    tf.write("main.tf", &valid.replace("file {", "file {\n    path = \"a.json\"\n  }\n  file {"));
+    tf.write(
+        "main.tf",
+        &valid.replace("file {", "file {\n    path = \"a.json\"\n  }\n  file {"),
+    );
     let out = tf.fails(&["validate"]);
     assert!(out.contains("Too many file blocks"), "{out}");
     // No member blocks at all.
     let mut none = valid.clone();
     for (endpoint, _, _) in TOPOLOGY {
-        let start = none.find(&format!("  member {{\n    endpoint = \"{endpoint}\"")).unwrap();
+        let start = none
+            .find(&format!("  member {{\n    endpoint = \"{endpoint}\""))
+            .unwrap();
         let end = start + none[start..].find("}\n").unwrap() + 2;
         none.replace_range(start..end, "");
     }
@@ -194,9 +286,15 @@ fn unknown_values_plan_and_apply() {
     let (code, plan) = tf.plan_exit_code();
     assert_eq!(code, 2);
     assert!(plan.contains("document          = (known after apply)"), "{plan}");
-    assert!(plan.contains("id                = \"file:replicas.json\""), "known parts stay known:\n{plan}");
+    assert!(
+        plan.contains("id                = \"file:replicas.json\""),
+        "known parts stay known:\n{plan}"
+    );
     tf.ok(&["apply", "-auto-approve"]);
-    assert!(tf.read("replicas.json").unwrap().contains(r#""ap-northeast-1d":"node-009.example:6379""#));
+    assert!(tf
+        .read("replicas.json")
+        .unwrap()
+        .contains(r#""ap-northeast-1d":"node-009.example:6379""#));
     tf.assert_no_changes();
 }
 
@@ -215,15 +313,28 @@ fn logs_hold_no_secrets_and_processes_exit_gracefully() {
     let run = tf.run(&["apply", "-auto-approve"]);
     assert_eq!(run.code, 0, "{}", run.all());
     let logs = run.all();
-    assert!(logs.contains("provider.terraform-provider-locality"), "provider logs reach Terraform");
+    assert!(
+        logs.contains("provider.terraform-provider-locality"),
+        "provider logs reach Terraform"
+    );
     assert!(logs.contains("ApplyResourceChange"), "provider logs at debug level");
     for secret in ["block-token-5e1d2b", "env-token-7f3a9c", "google-token-44aa"] {
         // Terraform itself may echo configuration it parsed; what matters is that no
         // provider log line carries it.
-        for line in logs.lines().filter(|l| l.contains("provider.terraform-provider-locality")) {
+        for line in logs
+            .lines()
+            .filter(|l| l.contains("provider.terraform-provider-locality"))
+        {
             assert!(!line.contains(secret), "secret in a provider log line: {line}");
         }
     }
-    assert!(!logs.contains("plugin failed to exit gracefully"), "a provider process had to be killed");
-    assert!(logs.contains("plugin exited"), "{}", &logs[logs.len().saturating_sub(2000)..]);
+    assert!(
+        !logs.contains("plugin failed to exit gracefully"),
+        "a provider process had to be killed"
+    );
+    assert!(
+        logs.contains("plugin exited"),
+        "{}",
+        &logs[logs.len().saturating_sub(2000)..]
+    );
 }

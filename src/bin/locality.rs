@@ -1,1 +1,2 @@
-fn main(){}
+//! The `locality` command-line tool.
+fn main() {}

@@ -10,5 +10,12 @@ use locality::tfplugin::{logging, serve, ServeOptions};
 async fn main() -> ExitCode {
     logging::init("provider.terraform-provider-locality");
     let debug = std::env::args().skip(1).any(|a| a == "--debug" || a == "-debug");
-    serve(LocalityProvider, ServeOptions { address: SOURCE_ADDRESS, debug }).await
+    serve(
+        LocalityProvider,
+        ServeOptions {
+            address: SOURCE_ADDRESS,
+            debug,
+        },
+    )
+    .await
 }

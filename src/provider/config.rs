@@ -5,7 +5,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use crate::tfplugin::{AttributePath, Attribute, Block, Diagnostics, Nesting, NestedBlock, Schema, Value};
+use crate::tfplugin::{Attribute, AttributePath, Block, Diagnostics, NestedBlock, Nesting, Schema, Value};
 
 /// A credential. `Debug` and `Display` print `***`, so it cannot leak through logs.
 #[derive(Clone, PartialEq, Eq)]
@@ -120,7 +120,11 @@ pub fn schema() -> Schema {
 
 /// Offline checks of the provider block.
 pub fn validate(config: &Value, diags: &mut Diagnostics) {
-    for (block, attr) in [("cloudflare", "base_url"), ("aws", "endpoint_url"), ("google", "base_url")] {
+    for (block, attr) in [
+        ("cloudflare", "base_url"),
+        ("aws", "endpoint_url"),
+        ("google", "base_url"),
+    ] {
         if let Some(url) = config.get(block).get(attr).as_str() {
             if let Err(problem) = check_base_url(url) {
                 diags.attribute_error(AttributePath::root(block).attr(attr), "Invalid URL", problem);
@@ -148,7 +152,9 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
     let aws_endpoint = text("aws", "endpoint_url").or_else(|| env("AWS_ENDPOINT_URL"));
     let resolved = ProviderConfig {
         cloudflare: CloudflareConfig {
-            api_token: text("cloudflare", "api_token").or_else(|| env("CLOUDFLARE_API_TOKEN")).map(Secret),
+            api_token: text("cloudflare", "api_token")
+                .or_else(|| env("CLOUDFLARE_API_TOKEN"))
+                .map(Secret),
             base_url: cloudflare_url,
         },
         aws: AwsConfig {
@@ -156,7 +162,9 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
             endpoint_url: aws_endpoint,
         },
         google: GoogleConfig {
-            access_token: text("google", "access_token").or_else(|| env("GOOGLE_OAUTH_ACCESS_TOKEN")).map(Secret),
+            access_token: text("google", "access_token")
+                .or_else(|| env("GOOGLE_OAUTH_ACCESS_TOKEN"))
+                .map(Secret),
             project: text("google", "project"),
             base_url: text("google", "base_url").unwrap_or_else(|| GOOGLE_DEFAULT_BASE_URL.into()),
         },
@@ -228,7 +236,10 @@ mod tests {
     fn secrets_do_not_print() {
         let s = Secret("hunter2".into());
         assert!(!format!("{s:?}").contains("hunter2"));
-        let c = CloudflareConfig { api_token: Some(s), base_url: String::new() };
+        let c = CloudflareConfig {
+            api_token: Some(s),
+            base_url: String::new(),
+        };
         assert!(!format!("{c:?}").contains("hunter2"));
     }
 }

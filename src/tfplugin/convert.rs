@@ -115,7 +115,12 @@ pub(crate) fn path_to_pb(path: &AttributePath) -> pb::AttributePath {
 }
 
 /// Decodes a request DynamicValue (msgpack; JSON tolerated) into the schema's type.
-pub(crate) fn decode_dynamic(dv: Option<&pb::DynamicValue>, ty: &Type, what: &str, diags: &mut Diagnostics) -> Option<Value> {
+pub(crate) fn decode_dynamic(
+    dv: Option<&pb::DynamicValue>,
+    ty: &Type,
+    what: &str,
+    diags: &mut Diagnostics,
+) -> Option<Value> {
     let Some(dv) = dv else { return Some(Value::Null) };
     let result = if !dv.msgpack.is_empty() {
         decode_msgpack(&dv.msgpack, ty).map_err(|e| e.to_string())
@@ -127,7 +132,10 @@ pub(crate) fn decode_dynamic(dv: Option<&pb::DynamicValue>, ty: &Type, what: &st
     match result {
         Ok(v) => Some(v),
         Err(e) => {
-            diags.error("Invalid value from Terraform", format!("The provider could not decode the {what}: {e}. This is a bug in the provider."));
+            diags.error(
+                "Invalid value from Terraform",
+                format!("The provider could not decode the {what}: {e}. This is a bug in the provider."),
+            );
             None
         }
     }

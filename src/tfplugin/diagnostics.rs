@@ -97,7 +97,13 @@ impl Diagnostics {
     pub fn attribute_warning(&mut self, path: AttributePath, summary: impl Into<String>, detail: impl Into<String>) {
         self.push(Severity::Warning, summary, detail, Some(path));
     }
-    fn push(&mut self, severity: Severity, summary: impl Into<String>, detail: impl Into<String>, path: Option<AttributePath>) {
+    fn push(
+        &mut self,
+        severity: Severity,
+        summary: impl Into<String>,
+        detail: impl Into<String>,
+        path: Option<AttributePath>,
+    ) {
         self.0.push(Diagnostic {
             severity,
             summary: summary.into(),

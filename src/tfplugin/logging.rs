@@ -45,12 +45,22 @@ struct Fields(serde_json::Map<String, serde_json::Value>);
 
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let key = if field.name() == "message" { "@message" } else { field.name() };
-        self.0.insert(key.to_string(), serde_json::Value::String(format!("{value:?}")));
+        let key = if field.name() == "message" {
+            "@message"
+        } else {
+            field.name()
+        };
+        self.0
+            .insert(key.to_string(), serde_json::Value::String(format!("{value:?}")));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        let key = if field.name() == "message" { "@message" } else { field.name() };
-        self.0.insert(key.to_string(), serde_json::Value::String(value.to_string()));
+        let key = if field.name() == "message" {
+            "@message"
+        } else {
+            field.name()
+        };
+        self.0
+            .insert(key.to_string(), serde_json::Value::String(value.to_string()));
     }
 }
 
@@ -70,7 +80,8 @@ where
             Level::WARN => "warn",
             Level::ERROR => "error",
         };
-        map.entry("@message").or_insert_with(|| serde_json::Value::String(String::new()));
+        map.entry("@message")
+            .or_insert_with(|| serde_json::Value::String(String::new()));
         map.insert("@level".into(), level.into());
         map.insert("@module".into(), self.module.into());
         // hclog's "2006-01-02T15:04:05.000000Z07:00".

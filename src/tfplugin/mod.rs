@@ -21,7 +21,7 @@ mod traits;
 pub mod value;
 
 pub use diagnostics::{AttributePath, Diagnostic, Diagnostics, Severity};
-pub use schema::{Attribute, Block, Nesting, NestedBlock, Schema};
+pub use schema::{Attribute, Block, NestedBlock, Nesting, Schema};
 pub use server::{serve, ServeOptions, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};
 pub use service::ProviderService;
 pub use traits::{Context, DataSource, PlanRequest, Provider, Resource};

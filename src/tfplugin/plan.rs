@@ -29,7 +29,9 @@ fn apply_defaults(block: &Block, planned: &mut Value, config: &Value) {
             }
         }
     }
-    for_each_nested(block, planned, config, &Value::Null, &mut |b, p, c, _| apply_defaults(b, p, c));
+    for_each_nested(block, planned, config, &Value::Null, &mut |b, p, c, _| {
+        apply_defaults(b, p, c)
+    });
 }
 
 fn mark_computed_unknown(block: &Block, planned: &mut Value, config: &Value, prior: &Value) {
@@ -38,7 +40,11 @@ fn mark_computed_unknown(block: &Block, planned: &mut Value, config: &Value, pri
             continue;
         }
         let keep = attr.use_state_for_unknown && !prior.is_null() && !prior.get(&attr.name).is_null();
-        let value = if keep { prior.get(&attr.name).clone() } else { Value::Unknown };
+        let value = if keep {
+            prior.get(&attr.name).clone()
+        } else {
+            Value::Unknown
+        };
         planned.set(&attr.name, value);
     }
     for_each_nested(block, planned, config, prior, &mut mark_computed_unknown);
@@ -120,13 +126,23 @@ mod tests {
             .attribute(Attribute::string("name").required())
             .attribute(Attribute::string("digest").computed())
             .attribute(Attribute::bool("flag").default(false))
-            .block(NestedBlock::new("target", Nesting::List, Block::new("x").attribute(Attribute::string("path").required().requires_replace())).items(1, 1))
+            .block(
+                NestedBlock::new(
+                    "target",
+                    Nesting::List,
+                    Block::new("x").attribute(Attribute::string("path").required().requires_replace()),
+                )
+                .items(1, 1),
+            )
     }
 
     fn obj(name: &str, path: &str) -> Value {
         Value::object([
             ("name", Value::from(name)),
-            ("target", Value::List(vec![Value::object([("path", Value::from(path))])])),
+            (
+                "target",
+                Value::List(vec![Value::object([("path", Value::from(path))])]),
+            ),
         ])
     }
 
@@ -158,7 +174,10 @@ mod tests {
         let planned = initial_plan(&b, &prior, &proposed, &config);
         assert_eq!(planned.get("id").as_str(), Some("x"), "use_state_for_unknown");
         assert!(planned.get("digest").is_unknown());
-        let paths: Vec<String> = replace_paths(&b, &prior, &planned).iter().map(ToString::to_string).collect();
+        let paths: Vec<String> = replace_paths(&b, &prior, &planned)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(paths, ["target[0].path"]);
     }
 }

@@ -220,10 +220,11 @@ impl Block {
     /// The object type of this block's values.
     pub fn value_type(&self) -> Type {
         Type::object(
-            self.attributes
-                .iter()
-                .map(|a| (a.name.clone(), a.value_type()))
-                .chain(self.blocks.iter().map(|b| (b.name.clone(), wrap(b.nesting, b.block.value_type())))),
+            self.attributes.iter().map(|a| (a.name.clone(), a.value_type())).chain(
+                self.blocks
+                    .iter()
+                    .map(|b| (b.name.clone(), wrap(b.nesting, b.block.value_type()))),
+            ),
         )
     }
     /// The attribute called `name`.

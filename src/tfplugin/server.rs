@@ -83,7 +83,10 @@ pub async fn serve<P: Provider>(provider: P, options: ServeOptions) -> ExitCode 
         None => {
             // TF_DISABLE_PLUGIN_TLS: Terraform speaks plaintext and passes no certificate.
             handshake(addr, None);
-            tokio::spawn(router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.clone().cancelled_owned()))
+            tokio::spawn(
+                router
+                    .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.clone().cancelled_owned()),
+            )
         }
     };
     shutdown.cancelled().await;
@@ -97,7 +100,9 @@ fn router<P: Provider>(provider: P, shutdown: CancellationToken) -> tonic::trans
     let stop = CancellationToken::new();
     tonic::transport::Server::builder()
         .add_service(ProviderService::new(provider, stop).into_server())
-        .add_service(pp::grpc_controller_server::GrpcControllerServer::new(Controller { shutdown }))
+        .add_service(pp::grpc_controller_server::GrpcControllerServer::new(Controller {
+            shutdown,
+        }))
         .add_service(pp::grpc_stdio_server::GrpcStdioServer::new(Stdio))
 }
 
@@ -126,8 +131,14 @@ fn ignore_interrupts() {
 }
 
 async fn bind_in_plugin_range() -> std::io::Result<TcpListener> {
-    let min: u16 = std::env::var("PLUGIN_MIN_PORT").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let max: u16 = std::env::var("PLUGIN_MAX_PORT").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let min: u16 = std::env::var("PLUGIN_MIN_PORT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let max: u16 = std::env::var("PLUGIN_MAX_PORT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     if min == 0 || max < min {
         return TcpListener::bind("127.0.0.1:0").await;
     }
@@ -149,11 +160,16 @@ type TlsStream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
 
 /// Accepts TCP connections and completes the TLS handshake (with client authentication)
 /// before tonic sees them; refused connections never reach the gRPC server.
-fn tls_incoming(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor) -> ReceiverStream<std::io::Result<TlsStream>> {
+fn tls_incoming(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+) -> ReceiverStream<std::io::Result<TlsStream>> {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
         loop {
-            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
                 match acceptor.accept(tcp).await {
@@ -194,12 +210,13 @@ async fn serve_debug<P: Provider>(provider: P, address: &str) -> ExitCode {
     );
     let _ = std::io::stdout().flush();
     let shutdown = CancellationToken::new();
-    let server = router(provider, shutdown.clone()).serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = shutdown.cancelled() => {}
-        }
-    });
+    let server =
+        router(provider, shutdown.clone()).serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = shutdown.cancelled() => {}
+            }
+        });
     match server.await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

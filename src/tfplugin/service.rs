@@ -96,7 +96,13 @@ impl<P: Provider> ProviderService<P> {
         let found = self.inner.resources.get(name);
         if found.is_none() {
             let known: Vec<&str> = self.inner.resources.keys().map(String::as_str).collect();
-            diags.error("Unknown resource type", format!("This provider has no resource type {name:?}; it has: {}.", known.join(", ")));
+            diags.error(
+                "Unknown resource type",
+                format!(
+                    "This provider has no resource type {name:?}; it has: {}.",
+                    known.join(", ")
+                ),
+            );
         }
         found
     }
@@ -105,7 +111,13 @@ impl<P: Provider> ProviderService<P> {
         let found = self.inner.data_sources.get(name);
         if found.is_none() {
             let known: Vec<&str> = self.inner.data_sources.keys().map(String::as_str).collect();
-            diags.error("Unknown data source", format!("This provider has no data source {name:?}; it has: {}.", known.join(", ")));
+            diags.error(
+                "Unknown data source",
+                format!(
+                    "This provider has no data source {name:?}; it has: {}.",
+                    known.join(", ")
+                ),
+            );
         }
         found
     }
@@ -125,7 +137,11 @@ impl<P: Provider> ProviderService<P> {
     }
 
     /// Runs `work` unless StopProvider cancels it first.
-    async fn cancellable<T>(&self, diags: &mut Diagnostics, work: impl Future<Output = (Option<T>, Diagnostics)>) -> Option<T> {
+    async fn cancellable<T>(
+        &self,
+        diags: &mut Diagnostics,
+        work: impl Future<Output = (Option<T>, Diagnostics)>,
+    ) -> Option<T> {
         tokio::select! {
             biased;
             () = self.inner.stop.cancelled() => {
@@ -146,13 +162,24 @@ fn reply<T>(message: T) -> Result<Response<T>, Status> {
 
 #[tonic::async_trait]
 impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
-    async fn get_provider_schema(&self, _: Request<pb::get_provider_schema::Request>) -> Result<Response<pb::get_provider_schema::Response>, Status> {
+    async fn get_provider_schema(
+        &self,
+        _: Request<pb::get_provider_schema::Request>,
+    ) -> Result<Response<pb::get_provider_schema::Response>, Status> {
         tracing::debug!(rpc = "GetProviderSchema");
         let inner = &self.inner;
         reply(pb::get_provider_schema::Response {
             provider: Some(schema_to_pb(&inner.provider_schema)),
-            resource_schemas: inner.resources.iter().map(|(k, e)| (k.clone(), schema_to_pb(&e.schema))).collect(),
-            data_source_schemas: inner.data_sources.iter().map(|(k, e)| (k.clone(), schema_to_pb(&e.schema))).collect(),
+            resource_schemas: inner
+                .resources
+                .iter()
+                .map(|(k, e)| (k.clone(), schema_to_pb(&e.schema)))
+                .collect(),
+            data_source_schemas: inner
+                .data_sources
+                .iter()
+                .map(|(k, e)| (k.clone(), schema_to_pb(&e.schema)))
+                .collect(),
             functions: Default::default(),
             ephemeral_resource_schemas: Default::default(),
             diagnostics: Vec::new(),
@@ -165,7 +192,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn get_metadata(&self, _: Request<pb::get_metadata::Request>) -> Result<Response<pb::get_metadata::Response>, Status> {
+    async fn get_metadata(
+        &self,
+        _: Request<pb::get_metadata::Request>,
+    ) -> Result<Response<pb::get_metadata::Response>, Status> {
         let inner = &self.inner;
         reply(pb::get_metadata::Response {
             server_capabilities: Some(pb::ServerCapabilities {
@@ -174,18 +204,34 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 move_resource_state: false,
             }),
             diagnostics: Vec::new(),
-            data_sources: inner.data_sources.keys().map(|k| pb::get_metadata::DataSourceMetadata { type_name: k.clone() }).collect(),
-            resources: inner.resources.keys().map(|k| pb::get_metadata::ResourceMetadata { type_name: k.clone() }).collect(),
+            data_sources: inner
+                .data_sources
+                .keys()
+                .map(|k| pb::get_metadata::DataSourceMetadata { type_name: k.clone() })
+                .collect(),
+            resources: inner
+                .resources
+                .keys()
+                .map(|k| pb::get_metadata::ResourceMetadata { type_name: k.clone() })
+                .collect(),
             functions: Vec::new(),
             ephemeral_resources: Vec::new(),
         })
     }
 
-    async fn validate_provider_config(&self, request: Request<pb::validate_provider_config::Request>) -> Result<Response<pb::validate_provider_config::Response>, Status> {
+    async fn validate_provider_config(
+        &self,
+        request: Request<pb::validate_provider_config::Request>,
+    ) -> Result<Response<pb::validate_provider_config::Response>, Status> {
         tracing::debug!(rpc = "ValidateProviderConfig");
         let req = request.into_inner();
         let mut diags = Diagnostics::default();
-        if let Some(config) = decode_dynamic(req.config.as_ref(), &self.inner.provider_type, "provider configuration", &mut diags) {
+        if let Some(config) = decode_dynamic(
+            req.config.as_ref(),
+            &self.inner.provider_type,
+            "provider configuration",
+            &mut diags,
+        ) {
             self.inner.provider.validate(&config, &mut diags);
         }
         reply(pb::validate_provider_config::Response {
@@ -193,11 +239,19 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn configure_provider(&self, request: Request<pb::configure_provider::Request>) -> Result<Response<pb::configure_provider::Response>, Status> {
+    async fn configure_provider(
+        &self,
+        request: Request<pb::configure_provider::Request>,
+    ) -> Result<Response<pb::configure_provider::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ConfigureProvider", terraform_version = %req.terraform_version);
         let mut diags = Diagnostics::default();
-        if let Some(config) = decode_dynamic(req.config.as_ref(), &self.inner.provider_type, "provider configuration", &mut diags) {
+        if let Some(config) = decode_dynamic(
+            req.config.as_ref(),
+            &self.inner.provider_type,
+            "provider configuration",
+            &mut diags,
+        ) {
             let config = self.inner.provider_schema.block.conform(&config);
             if let Some(data) = self.inner.provider.configure(&config, &mut diags).await {
                 *self.inner.data.write().expect("provider data lock") = Some(Arc::new(data));
@@ -208,7 +262,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn validate_resource_config(&self, request: Request<pb::validate_resource_config::Request>) -> Result<Response<pb::validate_resource_config::Response>, Status> {
+    async fn validate_resource_config(
+        &self,
+        request: Request<pb::validate_resource_config::Request>,
+    ) -> Result<Response<pb::validate_resource_config::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ValidateResourceConfig", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
@@ -222,7 +279,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn validate_data_resource_config(&self, request: Request<pb::validate_data_resource_config::Request>) -> Result<Response<pb::validate_data_resource_config::Response>, Status> {
+    async fn validate_data_resource_config(
+        &self,
+        request: Request<pb::validate_data_resource_config::Request>,
+    ) -> Result<Response<pb::validate_data_resource_config::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ValidateDataResourceConfig", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
@@ -236,7 +296,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn upgrade_resource_state(&self, request: Request<pb::upgrade_resource_state::Request>) -> Result<Response<pb::upgrade_resource_state::Response>, Status> {
+    async fn upgrade_resource_state(
+        &self,
+        request: Request<pb::upgrade_resource_state::Request>,
+    ) -> Result<Response<pb::upgrade_resource_state::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "UpgradeResourceState", type_name = %req.type_name, version = req.version);
         let mut diags = Diagnostics::default();
@@ -248,7 +311,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 match super::value::decode_json(&json, &entry.ty) {
                     Ok(v) => Some(v),
                     Err(e) => {
-                        diags.error("Unreadable state", format!("The stored state of {} does not match its schema: {e}.", req.type_name));
+                        diags.error(
+                            "Unreadable state",
+                            format!("The stored state of {} does not match its schema: {e}.", req.type_name),
+                        );
                         None
                     }
                 }
@@ -275,7 +341,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn read_resource(&self, request: Request<pb::read_resource::Request>) -> Result<Response<pb::read_resource::Response>, Status> {
+    async fn read_resource(
+        &self,
+        request: Request<pb::read_resource::Request>,
+    ) -> Result<Response<pb::read_resource::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ReadResource", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
@@ -307,7 +376,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn plan_resource_change(&self, request: Request<pb::plan_resource_change::Request>) -> Result<Response<pb::plan_resource_change::Response>, Status> {
+    async fn plan_resource_change(
+        &self,
+        request: Request<pb::plan_resource_change::Request>,
+    ) -> Result<Response<pb::plan_resource_change::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "PlanResourceChange", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
@@ -328,7 +400,18 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                     let modified = self
                         .cancellable(&mut diags, async {
                             let mut d = Diagnostics::default();
-                            entry.imp.modify_plan(&ctx, PlanRequest { prior: &prior, config: &config }, &mut planned, &mut d).await;
+                            entry
+                                .imp
+                                .modify_plan(
+                                    &ctx,
+                                    PlanRequest {
+                                        prior: &prior,
+                                        config: &config,
+                                    },
+                                    &mut planned,
+                                    &mut d,
+                                )
+                                .await;
                             (Some(planned), d)
                         })
                         .await;
@@ -349,7 +432,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn apply_resource_change(&self, request: Request<pb::apply_resource_change::Request>) -> Result<Response<pb::apply_resource_change::Response>, Status> {
+    async fn apply_resource_change(
+        &self,
+        request: Request<pb::apply_resource_change::Request>,
+    ) -> Result<Response<pb::apply_resource_change::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ApplyResourceChange", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
@@ -386,7 +472,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                         Some(state) => {
                             let state = block.conform(&state);
                             if !state.is_wholly_known() {
-                                diags.error("Provider bug", format!("{} returned a state with unknown values after apply.", req.type_name));
+                                diags.error(
+                                    "Provider bug",
+                                    format!("{} returned a state with unknown values after apply.", req.type_name),
+                                );
                             }
                             Some(encode_dynamic(&state, &entry.ty))
                         }
@@ -405,7 +494,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn import_resource_state(&self, request: Request<pb::import_resource_state::Request>) -> Result<Response<pb::import_resource_state::Response>, Status> {
+    async fn import_resource_state(
+        &self,
+        request: Request<pb::import_resource_state::Request>,
+    ) -> Result<Response<pb::import_resource_state::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ImportResourceState", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
@@ -433,7 +525,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn read_data_source(&self, request: Request<pb::read_data_source::Request>) -> Result<Response<pb::read_data_source::Response>, Status> {
+    async fn read_data_source(
+        &self,
+        request: Request<pb::read_data_source::Request>,
+    ) -> Result<Response<pb::read_data_source::Response>, Status> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ReadDataSource", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
@@ -458,7 +553,10 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         })
     }
 
-    async fn stop_provider(&self, _: Request<pb::stop_provider::Request>) -> Result<Response<pb::stop_provider::Response>, Status> {
+    async fn stop_provider(
+        &self,
+        _: Request<pb::stop_provider::Request>,
+    ) -> Result<Response<pb::stop_provider::Response>, Status> {
         tracing::info!(rpc = "StopProvider", "cancelling in-flight operations");
         self.inner.stop.cancel();
         reply(pb::stop_provider::Response { error: String::new() })

@@ -69,7 +69,14 @@ pub trait Resource<D>: Send + Sync + 'static {
 
     /// Adjusts the plan the framework made (e.g. computes derived values that are known
     /// from configuration). Never called for destroy.
-    async fn modify_plan(&self, _ctx: &Context<D>, _req: PlanRequest<'_>, _planned: &mut Value, _diags: &mut Diagnostics) {}
+    async fn modify_plan(
+        &self,
+        _ctx: &Context<D>,
+        _req: PlanRequest<'_>,
+        _planned: &mut Value,
+        _diags: &mut Diagnostics,
+    ) {
+    }
 
     /// Reads the remote object. `None` means it is gone (Terraform drops it from state).
     async fn read(&self, ctx: &Context<D>, state: &Value, diags: &mut Diagnostics) -> Option<Value>;
@@ -86,7 +93,10 @@ pub trait Resource<D>: Send + Sync + 'static {
 
     /// Turns an import ID into a (partial) state; `read` fills in the rest.
     async fn import(&self, _ctx: &Context<D>, _id: &str, diags: &mut Diagnostics) -> Option<Value> {
-        diags.error("Import not supported", format!("{} cannot be imported.", self.type_name()));
+        diags.error(
+            "Import not supported",
+            format!("{} cannot be imported.", self.type_name()),
+        );
         None
     }
 

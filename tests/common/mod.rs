@@ -65,7 +65,11 @@ impl Terraform {
         let mirror = tempfile::tempdir().expect("temp dir").keep();
         let platform = mirror.join(format!("registry.terraform.io/locality/locality/{VERSION}/linux_amd64"));
         std::fs::create_dir_all(&platform).unwrap();
-        std::fs::copy(provider_binary(), platform.join(format!("terraform-provider-locality_v{VERSION}"))).unwrap();
+        std::fs::copy(
+            provider_binary(),
+            platform.join(format!("terraform-provider-locality_v{VERSION}")),
+        )
+        .unwrap();
         Self::with_cli_config(&format!(
             "provider_installation {{\n  filesystem_mirror {{\n    path    = \"{}\"\n    include = [\"registry.terraform.io/locality/*\"]\n  }}\n}}\n",
             mirror.display()
@@ -101,13 +105,23 @@ impl Terraform {
     pub fn run(&self, args: &[&str]) -> Run {
         let mut cmd = Command::new("terraform");
         cmd.args(args).current_dir(self.dir.path());
-        if !args.iter().any(|a| *a == "-no-color" || a.starts_with("-json")) && !matches!(args.first(), Some(&"output" | &"state" | &"version" | &"fmt")) {
+        if !args.iter().any(|a| *a == "-no-color" || a.starts_with("-json"))
+            && !matches!(args.first(), Some(&"output" | &"state" | &"version" | &"fmt"))
+        {
             cmd.arg("-no-color");
         }
-        for var in ["TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_DISABLE_PLUGIN_TLS", "TF_CLI_ARGS"] {
+        for var in [
+            "TF_LOG",
+            "TF_LOG_PROVIDER",
+            "TF_LOG_PATH",
+            "TF_DISABLE_PLUGIN_TLS",
+            "TF_CLI_ARGS",
+        ] {
             cmd.env_remove(var);
         }
-        cmd.env("CHECKPOINT_DISABLE", "1").env("TF_IN_AUTOMATION", "1").env("TF_INPUT", "0");
+        cmd.env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0");
         cmd.env_remove("TF_REATTACH_PROVIDERS");
         for (k, v) in &self.env {
             cmd.env(k, v);
@@ -118,8 +132,16 @@ impl Terraform {
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
         };
-        assert!(!run.all().contains("Provider produced inconsistent"), "terraform {args:?}:\n{}", run.all());
-        assert!(!run.all().contains("Provider produced invalid"), "terraform {args:?}:\n{}", run.all());
+        assert!(
+            !run.all().contains("Provider produced inconsistent"),
+            "terraform {args:?}:\n{}",
+            run.all()
+        );
+        assert!(
+            !run.all().contains("Provider produced invalid"),
+            "terraform {args:?}:\n{}",
+            run.all()
+        );
         run
     }
 
@@ -165,7 +187,7 @@ impl Terraform {
 pub const PREAMBLE: &str = r#"terraform {
   required_providers {
     locality = {
-      source  = "locality/locality"
+      source = "locality/locality"
     }
   }
 }

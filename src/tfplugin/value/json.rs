@@ -71,7 +71,10 @@ fn from_json(json: &Json, ty: &Type, path: &str) -> Result<Value, JsonError> {
             }
         }
         Type::Tuple(elems) => {
-            let items = json.as_array().filter(|a| a.len() == elems.len()).ok_or_else(|| bad("a tuple"))?;
+            let items = json
+                .as_array()
+                .filter(|a| a.len() == elems.len())
+                .ok_or_else(|| bad("a tuple"))?;
             Value::Tuple(
                 items
                     .iter()
@@ -106,9 +109,11 @@ fn from_json(json: &Json, ty: &Type, path: &str) -> Result<Value, JsonError> {
             Value::Object(out)
         }
         Type::Dynamic => {
-            let obj = json.as_object().ok_or_else(|| bad("a dynamic {\"value\",\"type\"} object"))?;
-            let concrete = Type::from_json(obj.get("type").ok_or_else(|| bad("a type"))?)
-                .map_err(|e| bad(&e.to_string()))?;
+            let obj = json
+                .as_object()
+                .ok_or_else(|| bad("a dynamic {\"value\",\"type\"} object"))?;
+            let concrete =
+                Type::from_json(obj.get("type").ok_or_else(|| bad("a type"))?).map_err(|e| bad(&e.to_string()))?;
             let inner = from_json(obj.get("value").unwrap_or(&Json::Null), &concrete, path)?;
             Value::Dynamic(concrete, Box::new(inner))
         }
@@ -132,6 +137,9 @@ mod tests {
         assert_eq!(v.get("size").as_number().unwrap().as_str(), "12345678901234567890");
         assert_eq!(v.get("ratio").as_number().unwrap().as_str(), "0.1");
         assert!(v.get("added_later").is_null());
-        assert!(decode_json(b"{\"nope\":1}", &ty).unwrap_err().to_string().contains("nope"));
+        assert!(decode_json(b"{\"nope\":1}", &ty)
+            .unwrap_err()
+            .to_string()
+            .contains("nope"));
     }
 }

@@ -58,7 +58,9 @@ fn from_mp(mp: &Mp, ty: &Type, path: &mut String) -> Result<Value, MsgpackError>
     }
     let value = match (ty, mp) {
         (Type::String, Mp::String(s)) => Value::String(
-            s.as_str().ok_or_else(|| MsgpackError::Malformed(format!("invalid UTF-8 at {path}")))?.to_string(),
+            s.as_str()
+                .ok_or_else(|| MsgpackError::Malformed(format!("invalid UTF-8 at {path}")))?
+                .to_string(),
         ),
         (Type::Bool, Mp::Boolean(b)) => Value::Bool(*b),
         (Type::Number, Mp::Integer(i)) => Value::Number(match (i.as_i64(), i.as_u64()) {
@@ -67,7 +69,9 @@ fn from_mp(mp: &Mp, ty: &Type, path: &mut String) -> Result<Value, MsgpackError>
             _ => return Err(mismatch(path, ty, mp)),
         }),
         (Type::Number, Mp::F64(f)) => Value::Number(Number::from_f64(*f).map_err(|_| mismatch(path, ty, mp))?),
-        (Type::Number, Mp::F32(f)) => Value::Number(Number::from_f64(f64::from(*f)).map_err(|_| mismatch(path, ty, mp))?),
+        (Type::Number, Mp::F32(f)) => {
+            Value::Number(Number::from_f64(f64::from(*f)).map_err(|_| mismatch(path, ty, mp))?)
+        }
         (Type::Number, Mp::String(s)) => {
             let text = s.as_str().ok_or_else(|| mismatch(path, ty, mp))?;
             Value::Number(Number::parse(text).map_err(|_| mismatch(path, ty, mp))?)
@@ -154,10 +158,9 @@ fn to_mp(value: &Value, ty: &Type) -> Mp {
     match (value, ty) {
         (Value::Null, _) => Mp::Nil,
         (Value::Unknown, _) => Mp::Ext(0, vec![0]),
-        (Value::Dynamic(concrete, inner), Type::Dynamic) => Mp::Array(vec![
-            Mp::Binary(concrete.to_json_bytes()),
-            to_mp(inner, concrete),
-        ]),
+        (Value::Dynamic(concrete, inner), Type::Dynamic) => {
+            Mp::Array(vec![Mp::Binary(concrete.to_json_bytes()), to_mp(inner, concrete)])
+        }
         (Value::Dynamic(_, inner), _) => to_mp(inner, ty),
         (_, Type::Dynamic) => {
             let concrete = infer_type(value);
@@ -177,7 +180,9 @@ fn to_mp(value: &Value, ty: &Type) -> Mp {
             Mp::Array(items.iter().zip(elems).map(|(v, t)| to_mp(v, t)).collect())
         }
         (Value::Map(m) | Value::Object(m), Type::Map(elem)) => Mp::Map(
-            m.iter().map(|(k, v)| (Mp::String(k.clone().into()), to_mp(v, elem))).collect(),
+            m.iter()
+                .map(|(k, v)| (Mp::String(k.clone().into()), to_mp(v, elem)))
+                .collect(),
         ),
         (Value::Object(m) | Value::Map(m), Type::Object(attrs, _)) => Mp::Map(
             attrs
@@ -223,7 +228,8 @@ mod tests {
 
     /// The exact bytes Terraform 1.11.4 sent for a known config object
     /// (reference/tfplugin/observed-rpc-sequences.md).
-    const KNOWN_CONFIG: &[u8] = b"\x86\xa2id\xc0\xa4name\xa5alpha\xa3ref\xc0\xa6secret\xa6s3cr3t\xa4size\xc0\xa4tags\x81\xa1k\xa1v";
+    const KNOWN_CONFIG: &[u8] =
+        b"\x86\xa2id\xc0\xa4name\xa5alpha\xa3ref\xc0\xa6secret\xa6s3cr3t\xa4size\xc0\xa4tags\x81\xa1k\xa1v";
 
     #[test]
     fn decodes_terraform_config_bytes_and_encodes_them_back_identically() {
@@ -248,7 +254,13 @@ mod tests {
 
     #[test]
     fn numbers_of_every_form() {
-        let n = |bytes: &[u8]| decode_msgpack(bytes, &Type::Number).unwrap().as_number().unwrap().to_string();
+        let n = |bytes: &[u8]| {
+            decode_msgpack(bytes, &Type::Number)
+                .unwrap()
+                .as_number()
+                .unwrap()
+                .to_string()
+        };
         assert_eq!(n(b"\x03"), "3");
         assert_eq!(n(b"\xf9"), "-7");
         assert_eq!(n(b"\xcd\x01\x2c"), "300");
@@ -266,7 +278,10 @@ mod tests {
             let bytes = encode_msgpack(&v, &Type::Number);
             assert_eq!(decode_msgpack(&bytes, &Type::Number).unwrap(), v, "{text}");
         }
-        assert_eq!(encode_msgpack(&Value::Number(Number::parse("0.1").unwrap()), &Type::Number), b"\xa30.1");
+        assert_eq!(
+            encode_msgpack(&Value::Number(Number::parse("0.1").unwrap()), &Type::Number),
+            b"\xa30.1"
+        );
         assert_eq!(encode_msgpack(&Value::from(300), &Type::Number), b"\xcd\x01\x2c");
     }
 
@@ -285,7 +300,10 @@ mod tests {
             ("s", Value::Set(vec!["a".into(), "b".into()])),
             ("m", Value::Map([("k".to_string(), true.into())].into())),
             ("t", Value::Tuple(vec!["x".into(), 2.into()])),
-            ("d", Value::Dynamic(Type::list(Type::String), Box::new(Value::List(vec!["v".into()])))),
+            (
+                "d",
+                Value::Dynamic(Type::list(Type::String), Box::new(Value::List(vec!["v".into()]))),
+            ),
             ("o", Value::Null),
         ]);
         let bytes = encode_msgpack(&value, &ty);

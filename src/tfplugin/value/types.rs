@@ -48,10 +48,7 @@ impl Type {
     }
     /// `object({...})` with no optional attributes.
     pub fn object<I: IntoIterator<Item = (S, Type)>, S: Into<String>>(attrs: I) -> Self {
-        Type::Object(
-            attrs.into_iter().map(|(k, v)| (k.into(), v)).collect(),
-            BTreeSet::new(),
-        )
+        Type::Object(attrs.into_iter().map(|(k, v)| (k.into(), v)).collect(), BTreeSet::new())
     }
 
     /// The cty JSON form (`"string"`, `["list","string"]`, `["object",{...}]`, ...).

@@ -43,7 +43,13 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
         validate::validate(config, diags);
     }
 
-    async fn modify_plan(&self, _ctx: &Context<ProviderConfig>, _req: PlanRequest<'_>, planned: &mut Value, _diags: &mut Diagnostics) {
+    async fn modify_plan(
+        &self,
+        _ctx: &Context<ProviderConfig>,
+        _req: PlanRequest<'_>,
+        planned: &mut Value,
+        _diags: &mut Diagnostics,
+    ) {
         // Everything is derivable from configuration when it is known, so the plan shows the
         // exact endpoints (naming the AZ that changes) instead of "(known after apply)".
         if let Some(target) = target_of(planned) {
@@ -56,7 +62,10 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
 
     async fn read(&self, _ctx: &Context<ProviderConfig>, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
         let Some(target) = target_of(state) else {
-            diags.error("Invalid state", "The state has no publish target; import the resource again.");
+            diags.error(
+                "Invalid state",
+                "The state has no publish target; import the resource again.",
+            );
             return Some(state.clone());
         };
         match target.read().await {
@@ -85,7 +94,13 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
         publish(planned, diags).await
     }
 
-    async fn update(&self, _ctx: &Context<ProviderConfig>, _prior: &Value, planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
+    async fn update(
+        &self,
+        _ctx: &Context<ProviderConfig>,
+        _prior: &Value,
+        planned: &Value,
+        diags: &mut Diagnostics,
+    ) -> Option<Value> {
         publish(planned, diags).await
     }
 
@@ -110,7 +125,10 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
             return None;
         }
         if name.is_empty() {
-            diags.error("Invalid import ID", "Expected `file:<path>` or a file path, e.g. `file:replicas.json`.");
+            diags.error(
+                "Invalid import ID",
+                "Expected `file:<path>` or a file path, e.g. `file:replicas.json`.",
+            );
             return None;
         }
         let target = Target::File(name.into());
@@ -125,7 +143,10 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
 /// Writes the document for a planned (wholly known) value and returns the new state.
 async fn publish(planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
     let (Some(target), Some(topology)) = (target_of(planned), topology_of(planned)) else {
-        diags.error("Provider bug", "The planned replica map is not fully known at apply time.");
+        diags.error(
+            "Provider bug",
+            "The planned replica map is not fully known at apply time.",
+        );
         return None;
     };
     let map = topology.replica_map();
@@ -147,7 +168,10 @@ async fn publish(planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
 fn set_published(value: &mut Value, map: &ReplicaMap) {
     let document = map.document();
     value.set("endpoints", string_map(&map.endpoints));
-    value.set("uncovered_zones", Value::List(map.uncovered_zones.iter().map(|z| z.as_str().into()).collect()));
+    value.set(
+        "uncovered_zones",
+        Value::List(map.uncovered_zones.iter().map(|z| z.as_str().into()).collect()),
+    );
     value.set("version", model::sha256_hex(document.as_bytes()).into());
     value.set("document", document.into());
 }

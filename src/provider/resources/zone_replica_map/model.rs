@@ -66,7 +66,13 @@ impl Topology {
                     .map(|m| m.endpoint.as_str())
                     .min()
             };
-            let chosen = pick(Role::Replica).or_else(|| if self.read_from_primary { pick(Role::Primary) } else { None });
+            let chosen = pick(Role::Replica).or_else(|| {
+                if self.read_from_primary {
+                    pick(Role::Primary)
+                } else {
+                    None
+                }
+            });
             match chosen {
                 Some(endpoint) => {
                     endpoints.insert(zone, endpoint.to_string());
@@ -137,7 +143,11 @@ mod tests {
     use super::*;
 
     fn member(endpoint: &str, zone: &str, role: Role) -> Member {
-        Member { endpoint: endpoint.into(), zone: zone.into(), role }
+        Member {
+            endpoint: endpoint.into(),
+            zone: zone.into(),
+            role,
+        }
     }
 
     fn topology() -> Topology {
@@ -169,7 +179,12 @@ mod tests {
     fn read_from_primary_and_explicit_zones() {
         let mut t = topology();
         t.read_from_primary = true;
-        t.zones = Some(["ap-northeast-1a", "ap-northeast-1d"].into_iter().map(String::from).collect());
+        t.zones = Some(
+            ["ap-northeast-1a", "ap-northeast-1d"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        );
         let map = t.replica_map();
         assert_eq!(map.endpoints["ap-northeast-1a"], "node-001.example:6379");
         assert_eq!(map.uncovered_zones, ["ap-northeast-1d"]);

@@ -1,6 +1,6 @@
 //! The `locality_zone_replica_map` schema. Its descriptions are the resource's documentation.
 
-use crate::tfplugin::{Attribute, Block, Nesting, NestedBlock, Schema, Type};
+use crate::tfplugin::{Attribute, Block, NestedBlock, Nesting, Schema, Type};
 
 /// The resource schema.
 pub fn schema() -> Schema {
@@ -60,7 +60,7 @@ pub fn schema() -> Schema {
                     "The node's availability zone name, e.g. `ap-northeast-1a`.",
                 ))
                 .attribute(Attribute::string("role").default("replica").description(
-                    "`replica` (default) or `primary`.",
+                    "The node's role: `replica` or `primary`.",
                 )),
         ))
         .block(

@@ -44,7 +44,9 @@ impl Target {
     pub async fn write(&self, bytes: &[u8]) -> Result<String, String> {
         match self {
             Target::File(path) => {
-                write_atomically(path, bytes).await.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                write_atomically(path, bytes)
+                    .await
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 Ok(super::model::sha256_hex(bytes))
             }
         }
@@ -69,7 +71,10 @@ async fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         tokio::fs::create_dir_all(dir).await?;
     }
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let temp = path.with_file_name(format!(".{file_name}.locality-{}.tmp", std::process::id()));
     tokio::fs::write(&temp, bytes).await?;
     if let Err(e) = tokio::fs::rename(&temp, path).await {

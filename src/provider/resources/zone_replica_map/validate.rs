@@ -74,7 +74,11 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
     for (i, zone) in config.get("zones").elements().iter().enumerate() {
         if let Some(z) = zone.as_str() {
             if !is_zone_name(z) {
-                diags.attribute_error(AttributePath::root("zones").index(i), "Invalid availability zone", zone_problem(z));
+                diags.attribute_error(
+                    AttributePath::root("zones").index(i),
+                    "Invalid availability zone",
+                    zone_problem(z),
+                );
             }
         }
     }
@@ -92,7 +96,9 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
                 diags.attribute_error(
                     AttributePath::root("file").index(i).attr("path"),
                     "Invalid path",
-                    format!("{path:?} is not a file path; give the path of the file to publish, e.g. \"replicas.json\"."),
+                    format!(
+                        "{path:?} is not a file path; give the path of the file to publish, e.g. \"replicas.json\"."
+                    ),
                 );
             }
         }
@@ -122,7 +128,11 @@ pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
     };
     match port.parse::<u16>() {
         Ok(p) if p > 0 => {}
-        _ => return Err(format!("{endpoint:?} has port {port:?}; the port must be a number from 1 to 65535.")),
+        _ => {
+            return Err(format!(
+                "{endpoint:?} has port {port:?}; the port must be a number from 1 to 65535."
+            ))
+        }
     }
     if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         return inner
@@ -161,17 +171,38 @@ mod tests {
 
     #[test]
     fn endpoints() {
-        for ok in ["node-001.abc.apne1.cache.amazonaws.com:6379", "10.0.0.1:6379", "[2001:db8::1]:6379", "localhost:1"] {
+        for ok in [
+            "node-001.abc.apne1.cache.amazonaws.com:6379",
+            "10.0.0.1:6379",
+            "[2001:db8::1]:6379",
+            "localhost:1",
+        ] {
             assert!(check_endpoint(ok).is_ok(), "{ok}");
         }
-        for bad in ["node:0", "node:70000", "node", "2001:db8::1:6379", "-bad-.example:1", "999.1.1.1:1", "[zz]:1", ":6379", "a b:1"] {
+        for bad in [
+            "node:0",
+            "node:70000",
+            "node",
+            "2001:db8::1:6379",
+            "-bad-.example:1",
+            "999.1.1.1:1",
+            "[zz]:1",
+            ":6379",
+            "a b:1",
+        ] {
             assert!(check_endpoint(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn zones() {
-        for ok in ["ap-northeast-1a", "us-east-1f", "us-gov-west-1b", "us-west-2-lax-1a", "eu-central-2c"] {
+        for ok in [
+            "ap-northeast-1a",
+            "us-east-1f",
+            "us-gov-west-1b",
+            "us-west-2-lax-1a",
+            "eu-central-2c",
+        ] {
             assert!(is_zone_name(ok), "{ok}");
         }
         for bad in ["ap-northeast-1", "apne1-az1", "AP-NORTHEAST-1A", "tokyo", ""] {
