@@ -14,12 +14,19 @@ use tracing_subscriber::registry::LookupSpan;
 
 /// Installs the stderr logger for a binary; `module` becomes hclog's `@module`.
 pub fn init(module: &'static str) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let Some(level) = level_from_env() else { return };
-    let _ = tracing_subscriber::fmt()
+    // Our own events at the requested level; the HTTP/2 and gRPC machinery only when it warns
+    // (at trace it logs every frame, drowning what a user is looking for).
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(level.min(Level::WARN))
+        .with_target("locality", level)
+        .with_target("terraform_provider_locality", level);
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_max_level(level)
-        .event_format(HclogJson { module })
-        .try_init();
+        .event_format(HclogJson { module });
+    let _ = tracing_subscriber::registry().with(layer).with(filter).try_init();
 }
 
 fn level_from_env() -> Option<Level> {

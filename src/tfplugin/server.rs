@@ -156,6 +156,16 @@ async fn bind_in_plugin_range() -> std::io::Result<TcpListener> {
     Err(last_error.unwrap_or_else(|| std::io::Error::other("empty port range")))
 }
 
+/// Plaintext connections with TCP_NODELAY set (see `tls_incoming`).
+fn no_delay(listener: TcpListener) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt as _;
+    TcpListenerStream::new(listener).map(|conn| {
+        let conn = conn?;
+        conn.set_nodelay(true)?;
+        Ok(conn)
+    })
+}
+
 type TlsStream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
 
 /// Accepts TCP connections and completes the TLS handshake (with client authentication)
