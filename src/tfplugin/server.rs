@@ -83,10 +83,7 @@ pub async fn serve<P: Provider>(provider: P, options: ServeOptions) -> ExitCode 
         None => {
             // TF_DISABLE_PLUGIN_TLS: Terraform speaks plaintext and passes no certificate.
             handshake(addr, None);
-            tokio::spawn(
-                router
-                    .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.clone().cancelled_owned()),
-            )
+            tokio::spawn(router.serve_with_incoming_shutdown(no_delay(listener), shutdown.clone().cancelled_owned()))
         }
     };
     shutdown.cancelled().await;
@@ -220,13 +217,12 @@ async fn serve_debug<P: Provider>(provider: P, address: &str) -> ExitCode {
     );
     let _ = std::io::stdout().flush();
     let shutdown = CancellationToken::new();
-    let server =
-        router(provider, shutdown.clone()).serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                () = shutdown.cancelled() => {}
-            }
-        });
+    let server = router(provider, shutdown.clone()).serve_with_incoming_shutdown(no_delay(listener), async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = shutdown.cancelled() => {}
+        }
+    });
     match server.await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
