@@ -177,6 +177,8 @@ fn tls_incoming(
             let Ok((tcp, _)) = listener.accept().await else {
                 continue;
             };
+            // gRPC is request/response: Nagle + delayed ACKs would add ~40 ms per round trip.
+            let _ = tcp.set_nodelay(true);
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
                 match acceptor.accept(tcp).await {
