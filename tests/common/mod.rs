@@ -192,3 +192,4 @@ pub const PREAMBLE: &str = r#"terraform {
   }
 }
 "#;
+pub mod google;

@@ -1,0 +1,87 @@
+//! The `locality gen` command: read the spec, report diagnostics, write or check the output.
+//!
+//! Exit codes: 0 done (or up to date with `--check`); 1 `--check` found the file stale or
+//! missing; 2 the spec is invalid or a file could not be read or written. Nothing is written
+//! when the spec has errors.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{generate, Format, Level, SourceFile};
+
+/// Arguments of `locality gen`.
+pub struct GenArgs {
+    /// The spec file.
+    pub spec: PathBuf,
+    /// Where to write (stdout when absent).
+    pub output: Option<PathBuf>,
+    /// Compare with `output` instead of writing it.
+    pub check: bool,
+    /// Output syntax.
+    pub format: Format,
+}
+
+/// Runs the command; returns the process exit code.
+pub fn run(args: &GenArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
+    let spec_name = args.spec.display().to_string();
+    let text = match std::fs::read_to_string(&args.spec) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(stderr, "error: cannot read {spec_name}: {e}");
+            return 2;
+        }
+    };
+    let source = SourceFile {
+        name: &spec_name,
+        text: &text,
+    };
+    let generated = generate(&source, args.format);
+    let mut errors = 0;
+    for diagnostic in &generated.diagnostics {
+        errors += usize::from(diagnostic.level == Level::Error);
+        let _ = write!(stderr, "{}", source.render(diagnostic));
+    }
+    let Some(output) = generated.text else {
+        let _ = writeln!(stderr, "error: {errors} error(s) in {spec_name}; nothing was written");
+        return 2;
+    };
+    match (&args.output, args.check) {
+        (None, true) => {
+            let _ = writeln!(stderr, "error: --check needs the file to compare: -o FILE");
+            2
+        }
+        (None, false) => {
+            let _ = stdout.write_all(output.as_bytes());
+            0
+        }
+        (Some(path), true) => {
+            let current = std::fs::read_to_string(path).unwrap_or_default();
+            if current == output {
+                return 0;
+            }
+            let file = path.display().to_string();
+            let diff = similar::TextDiff::from_lines(&current, &output);
+            let _ = write!(
+                stdout,
+                "{}",
+                diff.unified_diff()
+                    .context_radius(3)
+                    .header(&file, &format!("{file} (from {spec_name})"))
+            );
+            let _ = writeln!(stderr, "{file} is stale: run `locality gen {spec_name} -o {file}`");
+            1
+        }
+        (Some(path), false) => {
+            let temp = path.with_extension("locality-gen.tmp");
+            let written = std::fs::write(&temp, &output).and_then(|()| std::fs::rename(&temp, path));
+            match written {
+                Ok(()) => 0,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&temp);
+                    let _ = writeln!(stderr, "error: cannot write {}: {e}", path.display());
+                    2
+                }
+            }
+        }
+    }
+}

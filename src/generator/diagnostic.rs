@@ -1,0 +1,127 @@
+//! Spec diagnostics: `file:line:column`, the offending line with a caret, and what is allowed.
+
+use std::fmt::Write as _;
+use std::ops::Range;
+
+/// Error or warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Nothing is written.
+    Error,
+    /// Reported; output is still written.
+    Warning,
+}
+
+/// One problem in a spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecDiagnostic {
+    /// Error or warning.
+    pub level: Level,
+    /// What is wrong.
+    pub message: String,
+    /// Byte range in the spec text.
+    pub span: Range<usize>,
+    /// What is allowed, or a suggestion.
+    pub help: Option<String>,
+}
+
+impl SpecDiagnostic {
+    /// An error.
+    pub fn error(span: Range<usize>, message: impl Into<String>) -> Self {
+        SpecDiagnostic {
+            level: Level::Error,
+            message: message.into(),
+            span,
+            help: None,
+        }
+    }
+    /// A warning.
+    pub fn warning(span: Range<usize>, message: impl Into<String>) -> Self {
+        SpecDiagnostic {
+            level: Level::Warning,
+            ..Self::error(span, message)
+        }
+    }
+    /// Adds the "allowed" / suggestion line.
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// A spec file: its name (as given on the command line) and text.
+pub struct SourceFile<'a> {
+    /// Shown in diagnostics and in the generated header.
+    pub name: &'a str,
+    /// The spec.
+    pub text: &'a str,
+}
+
+impl SourceFile<'_> {
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, self.text[line_start..offset].chars().count() + 1)
+    }
+
+    /// Renders a diagnostic the way compilers do:
+    ///
+    /// ```text
+    /// error: spec.hcl:7:5: unknown attribute `lcation` in region "tokyo"
+    ///   |
+    /// 7 |     lcation   = "asia-northeast1"
+    ///   |     ^^^^^^^
+    ///   = allowed: location, cloud_run
+    /// ```
+    pub fn render(&self, diagnostic: &SpecDiagnostic) -> String {
+        let (line, col) = self.line_col(diagnostic.span.start);
+        let level = match diagnostic.level {
+            Level::Error => "error",
+            Level::Warning => "warning",
+        };
+        let mut out = format!("{level}: {}:{line}:{col}: {}\n", self.name, diagnostic.message);
+        let text = self.text.lines().nth(line - 1).unwrap_or_default();
+        let gutter = " ".repeat(line.to_string().len());
+        let width = self.text[diagnostic.span.start.min(self.text.len())..diagnostic.span.end.min(self.text.len())]
+            .lines()
+            .next()
+            .map_or(1, |s| s.chars().count().max(1));
+        let _ = writeln!(
+            out,
+            "{gutter} |\n{line} | {text}\n{gutter} | {}{}",
+            " ".repeat(col - 1),
+            "^".repeat(width)
+        );
+        if let Some(help) = &diagnostic.help {
+            let _ = writeln!(out, "{gutter} = {help}");
+        }
+        out
+    }
+}
+
+/// "did you mean" for a misspelled name: the closest candidates by edit distance.
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

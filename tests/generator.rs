@@ -1,0 +1,541 @@
+//! `locality gen`: golden files (checked by the real `terraform fmt -check` and by
+//! `terraform validate` against a stand-in google provider), structure parsed back, every class
+//! of spec error with its exact location, and the CLI's write / check / JSON behaviour.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hcl_edit::expr::Expression;
+use hcl_edit::repr::Span as _;
+use locality::generator::{generate, Format, Level, SourceFile};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generator")
+}
+
+struct Case {
+    dir: PathBuf,
+    spec_name: &'static str,
+    format: Format,
+    expected: &'static str,
+}
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let dir = entry.unwrap().path();
+        let json_spec = dir.join("spec.json").exists();
+        let json_out = dir.file_name().unwrap().to_str().unwrap().ends_with("json-output");
+        out.push(Case {
+            spec_name: if json_spec { "spec.json" } else { "spec.hcl" },
+            format: if json_out { Format::Json } else { Format::Hcl },
+            expected: if json_out { "expected.tf.json" } else { "expected.tf" },
+            dir,
+        });
+    }
+    out.sort_by(|a, b| a.dir.cmp(&b.dir));
+    out
+}
+
+fn generate_case(case: &Case) -> String {
+    let text = std::fs::read_to_string(case.dir.join(case.spec_name)).unwrap();
+    let generated = generate(
+        &SourceFile {
+            name: case.spec_name,
+            text: &text,
+        },
+        case.format,
+    );
+    assert!(
+        generated.diagnostics.iter().all(|d| d.level == Level::Warning),
+        "{}: {:?}",
+        case.dir.display(),
+        generated.diagnostics
+    );
+    generated.text.expect("valid spec")
+}
+
+/// Every golden matches the generator, is unchanged by `terraform fmt`, and validates against
+/// the google provider's schema (HCL and JSON alike).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goldens_match_and_terraform_accepts_them() {
+    let bless = std::env::var("BLESS").is_ok_and(|v| v == "1");
+    let reattach = common::google::start().await;
+    let cases = cases();
+    assert!(cases.len() >= 8, "fixtures missing");
+    tokio::task::spawn_blocking(move || {
+        for case in &cases {
+            let generated = generate_case(case);
+            let expected_path = case.dir.join(case.expected);
+            if bless {
+                std::fs::write(&expected_path, &generated).unwrap();
+            }
+            let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+            assert_eq!(
+                generated,
+                expected,
+                "{} is stale (BLESS=1 regenerates)",
+                expected_path.display()
+            );
+
+            let mut tf = common::Terraform::with_empty_cli_config();
+            tf.env("TF_REATTACH_PROVIDERS", &reattach);
+            tf.write(case.expected, &generated);
+            if case.format == Format::Hcl {
+                let fmt = tf.run(&["fmt", "-check", "-diff"]);
+                assert_eq!(
+                    fmt.code,
+                    0,
+                    "{}: terraform fmt would change it:\n{}",
+                    case.dir.display(),
+                    fmt.all()
+                );
+            }
+            let validate = tf.run(&["validate"]);
+            assert_eq!(
+                validate.code,
+                0,
+                "{}: terraform validate:\n{}",
+                case.dir.display(),
+                validate.all()
+            );
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// What the parsed output holds: resource addresses and, per URL map, (backend, weight).
+fn structure(hcl: &str) -> (Vec<String>, Vec<(String, i64)>) {
+    let body = hcl_edit::parser::parse_body(hcl).unwrap();
+    let mut resources = Vec::new();
+    let mut weights = Vec::new();
+    for block in body.blocks() {
+        assert_eq!(block.ident.as_str(), "resource");
+        let labels: Vec<&str> = block.labels.iter().map(|l| l.as_str()).collect();
+        resources.push(labels.join("."));
+        for b in block.body.blocks() {
+            if b.ident.as_str() == "backend" {
+                let group = b.body.get_attribute("group").unwrap();
+                assert!(
+                    matches!(group.value, Expression::Traversal(_)),
+                    "backend.group is a reference, not a string"
+                );
+            }
+        }
+        if labels[0] == "google_compute_url_map" {
+            let route = block
+                .body
+                .blocks()
+                .find(|b| b.ident.as_str() == "default_route_action")
+                .unwrap();
+            for wbs in route.body.blocks() {
+                let target = &wbs.body.get_attribute("backend_service").unwrap().value;
+                assert!(
+                    matches!(target, Expression::Traversal(_)),
+                    "backend_service must be a traversal: {target:?}"
+                );
+                let text = &hcl[target.span().unwrap()];
+                let weight = wbs
+                    .body
+                    .get_attribute("weight")
+                    .unwrap()
+                    .value
+                    .as_number()
+                    .unwrap()
+                    .as_i64()
+                    .unwrap();
+                weights.push((text.trim().to_string(), weight));
+            }
+        }
+    }
+    (resources, weights)
+}
+
+fn hcl_output(fixture: &str) -> String {
+    let case = cases().into_iter().find(|c| c.dir.ends_with(fixture)).unwrap();
+    generate_case(&case)
+}
+
+#[test]
+fn two_regions_all_active_give_the_all_regions_service_everything() {
+    let (resources, weights) = structure(&hcl_output("two-regions"));
+    assert_eq!(
+        resources,
+        [
+            "google_compute_region_network_endpoint_group.web_tokyo",
+            "google_compute_region_network_endpoint_group.web_osaka",
+            "google_compute_backend_service.web",
+            "google_compute_backend_service.web_tokyo",
+            "google_compute_backend_service.web_osaka",
+            "google_compute_url_map.web",
+        ]
+    );
+    assert_eq!(
+        weights,
+        [
+            ("google_compute_backend_service.web.id".to_string(), 100),
+            ("google_compute_backend_service.web_tokyo.id".to_string(), 0),
+            ("google_compute_backend_service.web_osaka.id".to_string(), 0),
+        ]
+    );
+    let text = hcl_output("two-regions");
+    assert!(text.starts_with("# Code generated by locality gen from spec.hcl; DO NOT EDIT.\n\n"));
+    assert!(
+        text.contains("max_ejection_percent                  = 50"),
+        "default for two regions"
+    );
+    assert_eq!(text.matches("load_balancing_scheme = \"EXTERNAL_MANAGED\"").count(), 3);
+    assert_eq!(text.matches("outlier_detection {").count(), 3);
+}
+
+#[test]
+fn subsets_split_the_weight_over_the_active_regions() {
+    let (_, weights) = structure(&hcl_output("two-regions-tokyo-only"));
+    assert_eq!(weights.iter().map(|w| w.1).collect::<Vec<_>>(), [0, 100, 0]);
+    let (_, weights) = structure(&hcl_output("three-regions-subset"));
+    assert_eq!(weights.iter().map(|w| w.1).collect::<Vec<_>>(), [0, 50, 0, 50]);
+    let (resources, weights) = structure(&hcl_output("several-services"));
+    assert_eq!(resources.len(), 12);
+    assert_eq!(weights.iter().map(|w| w.1).collect::<Vec<_>>(), [0, 0, 100, 100, 0, 0]);
+}
+
+#[test]
+fn switching_active_is_a_small_diff() {
+    let before = hcl_output("two-regions");
+    let after = hcl_output("two-regions-tokyo-only");
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    let changed: Vec<String> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() != similar::ChangeTag::Equal)
+        .map(|c| format!("{}{}", c.tag(), c.value()))
+        .collect();
+    // The comment and two weights change: 3 lines out, 3 lines in.
+    assert_eq!(changed.len(), 6, "{changed:#?}");
+}
+
+#[test]
+fn json_spec_gives_the_same_output_as_hcl() {
+    let from_json = hcl_output("json-spec").replace("from spec.json", "from spec.hcl");
+    assert_eq!(from_json, hcl_output("two-regions"));
+}
+
+#[test]
+fn json_output_has_the_same_structure() {
+    let case = cases().into_iter().find(|c| c.dir.ends_with("json-output")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&generate_case(&case)).unwrap();
+    let wbs =
+        &json["resource"]["google_compute_url_map"]["web"]["default_route_action"][0]["weighted_backend_services"];
+    assert_eq!(wbs[0]["backend_service"], "${google_compute_backend_service.web.id}");
+    assert_eq!(wbs[0]["weight"], 100);
+    assert_eq!(wbs.as_array().unwrap().len(), 3);
+    assert!(json["//"].as_str().unwrap().contains("DO NOT EDIT"));
+}
+
+/// Each class of spec error: (spec text, expected location, expected words).
+#[test]
+fn every_error_names_its_location_and_what_is_allowed() {
+    let base = std::fs::read_to_string(fixtures().join("two-regions/spec.hcl")).unwrap();
+    let cases: Vec<(String, &str, &[&str])> = vec![
+        (
+            base.replace(
+                "    location  = \"asia-northeast1\"",
+                "    lcation   = \"asia-northeast1\"",
+            ),
+            "spec.hcl:8:5",
+            &["unknown `lcation`", "did you mean `location`", "allowed here"],
+        ),
+        (
+            base.replace(
+                "    cloud_run = \"web\"\n  }\n\n  region \"osaka\"",
+                "  }\n\n  region \"osaka\"",
+            ),
+            "spec.hcl:7:10",
+            &["missing the required attribute `cloud_run`"],
+        ),
+        (
+            base.replace("region \"osaka\"", "region \"tokyo\""),
+            "spec.hcl:12:10",
+            &["duplicate region \"tokyo\""],
+        ),
+        (
+            base.replace("active = [\"tokyo\", \"osaka\"]", "active = [\"tokyo\", \"nagoya\"]"),
+            "spec.hcl:17:22",
+            &["\"nagoya\", which is not defined", "regions: osaka, tokyo"],
+        ),
+        (
+            base.replace("active = [\"tokyo\", \"osaka\"]", "active = []"),
+            "spec.hcl:17:12",
+            &["`active` is empty"],
+        ),
+        (
+            base.replace("service \"web\"", "service \"Web_1\""),
+            "spec.hcl:4:9",
+            &["not a valid Google Cloud resource name"],
+        ),
+        (
+            base.replace("region \"osaka\"", &format!("region \"{}\"", "o".repeat(60))),
+            "spec.hcl:12:10",
+            &["characters; Google allows at most 63"],
+        ),
+        (
+            base.replace("asia-northeast2", "asia-northeast9"),
+            "spec.hcl:13:17",
+            &["not a Cloud Run location", "did you mean"],
+        ),
+        (
+            base.replace("\"10s\"", "\"10 seconds\""),
+            "spec.hcl:20:45",
+            &["`interval`", "durations are like"],
+        ),
+        (
+            base.replace("\"3m\"", "\"48h\""),
+            "spec.hcl:21:45",
+            &["greater than 0s and at most 24h"],
+        ),
+        (
+            base.replace(
+                "consecutive_errors                    = 5",
+                "consecutive_errors                    = 0",
+            ),
+            "spec.hcl:22:45",
+            &["whole number from 1 to 1000"],
+        ),
+        (
+            base.replace(
+                "enforcing_consecutive_gateway_failure = 100",
+                "enforcing_consecutive_gateway_failure = 101",
+            ),
+            "spec.hcl:24:45",
+            &["from 0 to 100"],
+        ),
+        (
+            base.replace(
+                "enforcing_consecutive_gateway_failure = 100",
+                "enforcing_consecutive_gateway_failure = 100\n    max_ejection_percent = 0",
+            ),
+            "spec.hcl:25:28",
+            &["can never eject one of the 2 regions", "1 to 50"],
+        ),
+        (
+            base.replace(
+                "enforcing_consecutive_gateway_failure = 100",
+                "enforcing_consecutive_gateway_failure = 100\n    max_ejection_percent = 60",
+            ),
+            "spec.hcl:25:28",
+            &["can eject all 2 regions"],
+        ),
+        (
+            base.replace("project = \"winticket-prod\"", "project = \"WT\""),
+            "spec.hcl:5:13",
+            &["not a Google Cloud project ID"],
+        ),
+        (
+            base.replace(
+                "cloud_run = \"web\"\n  }\n\n  region \"osaka\"",
+                "cloud_run = \"Web!\"\n  }\n\n  region \"osaka\"",
+            ),
+            "spec.hcl:9:17",
+            &["not a valid Cloud Run service name"],
+        ),
+        (
+            base.replace("service \"web\" {", "service \"web\" {\n  projct = 1"),
+            "spec.hcl:5:3",
+            &["unknown `projct`", "did you mean `project`"],
+        ),
+        (
+            base.replace("  project = \"winticket-prod\"\n", ""),
+            "spec.hcl:4:9",
+            &["missing the required attribute `project`"],
+        ),
+        (
+            "service \"web\" {\n  project = \n}\n".to_string(),
+            "spec.hcl:2:13",
+            &["syntax error"],
+        ),
+        (
+            base.replace(
+                "  project = \"winticket-prod\"\n",
+                "  project = \"winticket-prod\"\n  protocol = \"GRPC\"\n",
+            ),
+            "spec.hcl:6:14",
+            &["protocol \"GRPC\"", "allowed: HTTP, HTTPS, HTTP2"],
+        ),
+    ];
+    for (text, location, words) in cases {
+        let generated = generate(
+            &SourceFile {
+                name: "spec.hcl",
+                text: &text,
+            },
+            Format::Hcl,
+        );
+        assert!(
+            generated.text.is_none(),
+            "{location}: an invalid spec must produce nothing"
+        );
+        let source = SourceFile {
+            name: "spec.hcl",
+            text: &text,
+        };
+        let rendered: String = generated
+            .diagnostics
+            .iter()
+            .filter(|d| d.level == Level::Error)
+            .map(|d| source.render(d))
+            .collect();
+        assert!(
+            rendered.contains(&format!("error: {location}: ")),
+            "expected {location}:\n{rendered}"
+        );
+        for word in words {
+            assert!(rendered.contains(word), "expected {word:?}:\n{rendered}");
+        }
+        // The offending line is shown under the message.
+        let line: usize = location.split(':').nth(1).unwrap().parse().unwrap();
+        let source_line = text.lines().nth(line - 1).unwrap();
+        assert!(rendered.contains(&format!("{line} | {source_line}")), "{rendered}");
+    }
+}
+
+#[test]
+fn json_spec_errors_point_into_the_json() {
+    let text = std::fs::read_to_string(fixtures().join("json-spec/spec.json"))
+        .unwrap()
+        .replace("\"asia-northeast2\"", "\"osaka-1\"");
+    let generated = generate(
+        &SourceFile {
+            name: "spec.json",
+            text: &text,
+        },
+        Format::Hcl,
+    );
+    let source = SourceFile {
+        name: "spec.json",
+        text: &text,
+    };
+    let rendered: String = generated.diagnostics.iter().map(|d| source.render(d)).collect();
+    assert!(
+        rendered.contains("error: spec.json:7:32: \"osaka-1\" is not a Cloud Run location"),
+        "{rendered}"
+    );
+    let generated = generate(
+        &SourceFile {
+            name: "spec.json",
+            text: "{\"service\": {\"web\": {\"project\": }}}",
+        },
+        Format::Hcl,
+    );
+    assert!(generated.diagnostics[0].message.contains("syntax error"));
+}
+
+#[test]
+fn warnings_do_not_block() {
+    let text = std::fs::read_to_string(fixtures().join("one-region/spec.hcl")).unwrap();
+    let generated = generate(
+        &SourceFile {
+            name: "spec.hcl",
+            text: &text,
+        },
+        Format::Hcl,
+    );
+    assert!(generated.text.is_some());
+    assert!(generated
+        .diagnostics
+        .iter()
+        .any(|d| d.level == Level::Warning && d.message.contains("nothing to fail over to")));
+}
+
+fn locality(args: &[&str], dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_writes_checks_and_refuses_invalid_specs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(fixtures().join("two-regions/spec.hcl")).unwrap();
+    std::fs::write(dir.path().join("spec.hcl"), &spec).unwrap();
+
+    let out = locality(&["gen", "spec.hcl", "-o", "lb.tf"], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let written = std::fs::read_to_string(dir.path().join("lb.tf")).unwrap();
+    assert_eq!(
+        written,
+        std::fs::read_to_string(fixtures().join("two-regions/expected.tf")).unwrap()
+    );
+
+    let out = locality(&["gen", "spec.hcl", "-o", "lb.tf", "--check"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "up to date");
+
+    std::fs::write(
+        dir.path().join("spec.hcl"),
+        spec.replace("active = [\"tokyo\", \"osaka\"]", "active = [\"tokyo\"]"),
+    )
+    .unwrap();
+    let out = locality(&["gen", "spec.hcl", "-o", "lb.tf", "--check"], dir.path());
+    assert_eq!(out.status.code(), Some(1), "stale");
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        diff.contains("--- lb.tf") && diff.contains("+++ lb.tf (from spec.hcl)"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("-      weight          = 100") && diff.contains("+      weight          = 0"),
+        "{diff}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("lb.tf")).unwrap(),
+        written,
+        "--check never writes"
+    );
+
+    // An invalid spec: exit 2, the error on stderr, the existing file untouched.
+    std::fs::write(
+        dir.path().join("spec.hcl"),
+        spec.replace("asia-northeast2", "asia-northeast9"),
+    )
+    .unwrap();
+    let out = locality(&["gen", "spec.hcl", "-o", "lb.tf"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: spec.hcl:13:17") && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("lb.tf")).unwrap(), written);
+
+    // JSON output to stdout.
+    std::fs::write(dir.path().join("spec.hcl"), &spec).unwrap();
+    let out = locality(&["gen", "spec.hcl", "--format", "json"], dir.path());
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["resource"]["google_compute_url_map"]["web"].is_object());
+}
+
+/// The example next to the docs is what the generator makes of its spec.
+#[test]
+fn example_output_is_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = locality(
+        &[
+            "gen",
+            "examples/generator/tokyo-osaka.hcl",
+            "-o",
+            "examples/generator/tokyo-osaka.tf",
+            "--check",
+        ],
+        root,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "run `locality gen examples/generator/tokyo-osaka.hcl -o examples/generator/tokyo-osaka.tf`:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
