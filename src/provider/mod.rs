@@ -4,9 +4,12 @@
 
 pub mod config;
 pub mod docs;
+pub mod google;
+pub mod http;
 pub mod resources;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -16,13 +19,55 @@ use config::ProviderConfig;
 /// The provider's source address.
 pub const SOURCE_ADDRESS: &str = "registry.terraform.io/locality/locality";
 
+/// What resources receive: the resolved configuration and lazily built API clients.
+#[derive(Debug)]
+pub struct ProviderData {
+    /// The provider block, resolved against the environment.
+    pub config: ProviderConfig,
+    http: OnceLock<reqwest::Client>,
+}
+
+impl ProviderData {
+    /// Wraps a resolved configuration.
+    pub fn new(config: ProviderConfig) -> Self {
+        ProviderData {
+            config,
+            http: OnceLock::new(),
+        }
+    }
+
+    /// The HTTP client shared by every API client of this provider process.
+    pub fn http(&self) -> reqwest::Client {
+        self.http.get_or_init(|| http::client(Duration::from_secs(60))).clone()
+    }
+
+    /// The Compute Engine client.
+    ///
+    /// # Errors
+    /// What to set, when no Google access token is configured.
+    pub fn compute(&self) -> Result<google::Compute, String> {
+        let token = self.config.google.access_token.clone().ok_or_else(|| {
+            "No Google Cloud credentials: set `access_token` in the provider's `google` block, or the \
+             GOOGLE_OAUTH_ACCESS_TOKEN environment variable (e.g. from `gcloud auth print-access-token`)."
+                .to_string()
+        })?;
+        Ok(google::Compute::new(
+            self.http(),
+            &self.config.google.base_url,
+            token,
+            Default::default(),
+            Default::default(),
+        ))
+    }
+}
+
 /// The `locality` provider.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct LocalityProvider;
 
 #[async_trait]
 impl Provider for LocalityProvider {
-    type Data = ProviderConfig;
+    type Data = ProviderData;
 
     fn schema(&self) -> Schema {
         config::schema()
@@ -32,17 +77,20 @@ impl Provider for LocalityProvider {
         config::validate(config, diags);
     }
 
-    async fn configure(&self, config: &Value, diags: &mut Diagnostics) -> Option<ProviderConfig> {
+    async fn configure(&self, config: &Value, diags: &mut Diagnostics) -> Option<ProviderData> {
         let resolved = config::resolve(config, diags);
         tracing::debug!(config = ?resolved, "provider configured");
-        (!diags.has_errors()).then_some(resolved)
+        (!diags.has_errors()).then(|| ProviderData::new(resolved))
     }
 
-    fn resources(&self) -> Vec<Arc<dyn Resource<ProviderConfig>>> {
-        vec![Arc::new(resources::zone_replica_map::ZoneReplicaMap)]
+    fn resources(&self) -> Vec<Arc<dyn Resource<ProviderData>>> {
+        vec![
+            Arc::new(resources::zone_replica_map::ZoneReplicaMap),
+            Arc::new(resources::weighted_backend::WeightedBackend),
+        ]
     }
 
-    fn data_sources(&self) -> Vec<Arc<dyn DataSource<ProviderConfig>>> {
+    fn data_sources(&self) -> Vec<Arc<dyn DataSource<ProviderData>>> {
         Vec::new()
     }
 }

@@ -192,4 +192,5 @@ pub const PREAMBLE: &str = r#"terraform {
   }
 }
 "#;
+pub mod fake_compute;
 pub mod google;

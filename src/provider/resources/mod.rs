@@ -1,3 +1,4 @@
 //! The provider's managed resource types, one folder each.
 
+pub mod weighted_backend;
 pub mod zone_replica_map;

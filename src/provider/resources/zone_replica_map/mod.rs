@@ -20,7 +20,7 @@ pub use schema::schema;
 pub use validate::{check_endpoint, is_zone_name};
 
 use self::target::{Target, KNOWN_KINDS};
-use crate::provider::config::ProviderConfig;
+use crate::provider::ProviderData;
 use crate::tfplugin::{Context, Diagnostics, PlanRequest, Resource, Schema, Value};
 
 /// The resource type.
@@ -30,7 +30,7 @@ pub struct ZoneReplicaMap;
 pub const TYPE_NAME: &str = "locality_zone_replica_map";
 
 #[async_trait]
-impl Resource<ProviderConfig> for ZoneReplicaMap {
+impl Resource<ProviderData> for ZoneReplicaMap {
     fn type_name(&self) -> &'static str {
         TYPE_NAME
     }
@@ -45,7 +45,7 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
 
     async fn modify_plan(
         &self,
-        _ctx: &Context<ProviderConfig>,
+        _ctx: &Context<ProviderData>,
         _req: PlanRequest<'_>,
         planned: &mut Value,
         _diags: &mut Diagnostics,
@@ -60,7 +60,7 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
         }
     }
 
-    async fn read(&self, _ctx: &Context<ProviderConfig>, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
+    async fn read(&self, _ctx: &Context<ProviderData>, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
         let Some(target) = target_of(state) else {
             diags.error(
                 "Invalid state",
@@ -90,13 +90,13 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
         }
     }
 
-    async fn create(&self, _ctx: &Context<ProviderConfig>, planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
+    async fn create(&self, _ctx: &Context<ProviderData>, planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
         publish(planned, diags).await
     }
 
     async fn update(
         &self,
-        _ctx: &Context<ProviderConfig>,
+        _ctx: &Context<ProviderData>,
         _prior: &Value,
         planned: &Value,
         diags: &mut Diagnostics,
@@ -104,7 +104,7 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
         publish(planned, diags).await
     }
 
-    async fn delete(&self, _ctx: &Context<ProviderConfig>, prior: &Value, diags: &mut Diagnostics) {
+    async fn delete(&self, _ctx: &Context<ProviderData>, prior: &Value, diags: &mut Diagnostics) {
         if let Some(target) = target_of(prior) {
             if let Err(e) = target.delete().await {
                 diags.error("Cannot remove the published replica map", e);
@@ -112,7 +112,7 @@ impl Resource<ProviderConfig> for ZoneReplicaMap {
         }
     }
 
-    async fn import(&self, _ctx: &Context<ProviderConfig>, id: &str, diags: &mut Diagnostics) -> Option<Value> {
+    async fn import(&self, _ctx: &Context<ProviderData>, id: &str, diags: &mut Diagnostics) -> Option<Value> {
         let (kind, name) = match id.split_once(':') {
             Some((kind, name)) if KNOWN_KINDS.contains(&kind) => (kind, name),
             _ => ("file", id),

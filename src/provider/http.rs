@@ -1,0 +1,131 @@
+//! HTTP plumbing shared by the cloud API clients: one reqwest client per provider process,
+//! and retries with exponential backoff and full jitter on 429, 5xx and connection errors,
+//! honouring `Retry-After`. Knows nothing about Terraform.
+
+use std::time::Duration;
+
+use reqwest::{RequestBuilder, Response, StatusCode};
+
+/// How requests are retried.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all (1 = no retry).
+    pub attempts: u32,
+    /// First backoff; doubled each attempt.
+    pub base_delay: Duration,
+    /// Longest wait between attempts (also caps `Retry-After`).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 5,
+            base_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A request that could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// Connection, TLS or timeout failure after every retry.
+    #[error("{0}")]
+    Transport(String),
+}
+
+/// Builds a client with the given per-request timeout.
+pub fn client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("terraform-provider-locality/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("the TLS backend initialises")
+}
+
+fn retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is treated as absent).
+fn retry_after(response: &Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// Full jitter: a random wait between 0 and `base * 2^attempt`, capped.
+fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let ceiling = policy
+        .base_delay
+        .saturating_mul(1 << attempt.min(16))
+        .min(policy.max_delay);
+    ceiling.mul_f64(fastrand::f64())
+}
+
+/// Sends the request built by `build` (called again for each attempt), retrying 429, 5xx and
+/// transport errors. Returns the last response (which may still be an error status).
+///
+/// # Errors
+/// [`SendError::Transport`] when every attempt failed to get a response.
+pub async fn send(policy: &RetryPolicy, build: impl Fn() -> RequestBuilder) -> Result<Response, SendError> {
+    let mut attempt = 0;
+    loop {
+        let last = attempt + 1 >= policy.attempts;
+        match build().send().await {
+            Ok(response) if retryable(response.status()) && !last => {
+                let wait = retry_after(&response).map_or_else(|| backoff(policy, attempt), |d| d.min(policy.max_delay));
+                tracing::debug!(status = %response.status(), wait_ms = wait.as_millis() as u64, "retrying");
+                tokio::time::sleep(wait).await;
+            }
+            Ok(response) => return Ok(response),
+            Err(e) if !last => {
+                let wait = backoff(policy, attempt);
+                tracing::debug!(error = %without_url(&e), wait_ms = wait.as_millis() as u64, "retrying after a transport error");
+                tokio::time::sleep(wait).await;
+            }
+            Err(e) => return Err(SendError::Transport(without_url(&e))),
+        }
+        attempt += 1;
+    }
+}
+
+/// The error text without the URL (query strings could carry identifiers; keep logs lean).
+fn without_url(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    let mut source = std::error::Error::source(e);
+    let mut detail = String::new();
+    while let Some(s) = source {
+        detail = s.to_string();
+        source = s.source();
+    }
+    if detail.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}: {detail}")
+    }
+}
+
+/// A random RFC 4122 version-4 UUID, for idempotency keys such as Google's `requestId`.
+pub fn uuid_v4() -> String {
+    let mut bytes = [0u8; 16];
+    fastrand::fill(&mut bytes);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex::encode(bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}

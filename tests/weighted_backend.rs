@@ -1,0 +1,317 @@
+//! `locality_weighted_backend` through the real terraform CLI against the fake Compute API:
+//! lifecycle, drift, import, the HTTP 412 path, a failing operation, transient faults, bad input.
+
+mod common;
+
+use std::time::Instant;
+
+use common::fake_compute::{FakeCompute, TOKEN};
+use common::{Terraform, PREAMBLE};
+
+const PROJECT: &str = "winticket-prod";
+const MAP: &str = "web-urlmap";
+
+fn config(fake: &FakeCompute, weights: &[(&str, &str)]) -> String {
+    let mut w = String::new();
+    for (k, v) in weights {
+        w.push_str(&format!("    \"{k}\" = {v}\n"));
+    }
+    format!(
+        "{PREAMBLE}\nprovider \"locality\" {{\n  google {{\n    access_token = \"{TOKEN}\"\n    project      = \"{PROJECT}\"\n    base_url     = \"{}\"\n  }}\n}}\n\nresource \"locality_weighted_backend\" \"web\" {{\n  url_map = \"{MAP}\"\n  weights = {{\n{w}  }}\n}}\n",
+        fake.base_url()
+    )
+}
+
+const NORMAL: &[(&str, &str)] = &[
+    ("web-bs", "100"),
+    ("web-bs-tokyo", "0"),
+    // A partial path: compared by name, no perpetual diff.
+    ("projects/winticket-prod/global/backendServices/web-bs-osaka", "0"),
+];
+const OSAKA_DOWN: &[(&str, &str)] = &[
+    ("web-bs", "0"),
+    ("web-bs-tokyo", "100"),
+    ("projects/winticket-prod/global/backendServices/web-bs-osaka", "0"),
+];
+
+async fn setup() -> (FakeCompute, Terraform) {
+    let fake = FakeCompute::start().await;
+    fake.put_url_map(
+        PROJECT,
+        MAP,
+        &[("web-bs", 100), ("web-bs-tokyo", 0), ("web-bs-osaka", 0)],
+    );
+    (fake, Terraform::dev_overrides())
+}
+
+fn weights(fake: &FakeCompute) -> Vec<u64> {
+    fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lifecycle_failover_drift_import_destroy() {
+    let (fake, tf) = setup().await;
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        // create = take over the live weights (already as configured: no write)
+        tf.write("main.tf", &config(&fake, NORMAL));
+        tf.ok(&["apply", "-auto-approve"]);
+        assert!(
+            !fake.take_requests().iter().any(|r| r.starts_with("PATCH")),
+            "nothing to change, nothing written"
+        );
+        tf.assert_no_changes();
+
+        // drain Osaka: only the weights change, the rest of the URL map is untouched
+        let before = fake.url_map(PROJECT, MAP);
+        tf.write("main.tf", &config(&fake, OSAKA_DOWN));
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2);
+        assert!(plan.contains("\"web-bs\"") && plan.contains("100 -> 0"), "{plan}");
+        fake.take_requests();
+        let started = Instant::now();
+        tf.ok(&["apply", "-auto-approve"]);
+        let elapsed = started.elapsed();
+        let requests = fake.take_requests();
+        eprintln!(
+            "failover apply: {} requests in {elapsed:?}: {requests:?}",
+            requests.len()
+        );
+        assert_eq!(weights(&fake), [0, 100, 0]);
+        assert_eq!(requests.iter().filter(|r| r.starts_with("PATCH")).count(), 1);
+        assert_eq!(
+            requests.iter().filter(|r| r.starts_with("GET operations")).count(),
+            2,
+            "2-poll operation"
+        );
+        let after = fake.url_map(PROJECT, MAP);
+        assert_eq!(after["hostRules"], before["hostRules"]);
+        assert_eq!(
+            after["defaultRouteAction"]["timeout"],
+            before["defaultRouteAction"]["timeout"]
+        );
+        assert_eq!(
+            after["defaultRouteAction"]["weightedBackendServices"][0]["headerAction"],
+            before["defaultRouteAction"]["weightedBackendServices"][0]["headerAction"],
+            "fields of the entries survive"
+        );
+        tf.assert_no_changes();
+
+        // restore
+        tf.write("main.tf", &config(&fake, NORMAL));
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(weights(&fake), [100, 0, 0]);
+        tf.assert_no_changes();
+
+        // a console change shows as drift and apply restores it
+        fake.set_weight(PROJECT, MAP, "web-bs-osaka", 40);
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2);
+        assert!(plan.contains("40 -> 0"), "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(weights(&fake), [100, 0, 0]);
+        tf.assert_no_changes();
+
+        // import by command, then by block
+        tf.ok(&["state", "rm", "locality_weighted_backend.web"]);
+        tf.ok(&["import", "locality_weighted_backend.web", &format!("{PROJECT}/{MAP}")]);
+        let (code, plan) = tf.plan_exit_code();
+        // The imported keys are names; the config spells one as a path: only that key changes.
+        assert_eq!(code, 2, "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+        tf.ok(&["state", "rm", "locality_weighted_backend.web"]);
+        tf.write(
+            "import.tf",
+            &format!("import {{\n  to = locality_weighted_backend.web\n  id = \"{PROJECT}/{MAP}\"\n}}\n"),
+        );
+        let (_, plan) = tf.plan_exit_code();
+        assert!(plan.contains("1 to import"), "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        std::fs::remove_file(tf.path("import.tf")).unwrap();
+        tf.assert_no_changes();
+
+        // destroy leaves the URL map as it is, and says so
+        fake.take_requests();
+        let out = tf.ok(&["destroy", "-auto-approve"]);
+        assert!(out.contains("URL map left as it is"), "{out}");
+        assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
+        assert_eq!(weights(&fake), [100, 0, 0]);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_change_between_read_and_write_is_retried() {
+    let (fake, tf) = setup().await;
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        tf.write("main.tf", &config(&fake, NORMAL));
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.write("main.tf", &config(&fake, OSAKA_DOWN));
+        fake.take_requests();
+        // Someone changes the map right after the provider reads it for the write. `apply` first
+        // refreshes (GET 1, plan walk), then reads before writing (GET 2, apply walk).
+        fake.state.lock().unwrap().after_get = Some((
+            2,
+            Box::new(|map| {
+                map["defaultRouteAction"]["weightedBackendServices"][2]["weight"] = 5.into();
+            }),
+        ));
+        tf.ok(&["apply", "-auto-approve"]);
+        let requests = fake.take_requests();
+        let patches = requests.iter().filter(|r| r.starts_with("PATCH")).count();
+        assert_eq!(
+            patches, 2,
+            "first write refused with 412, second accepted: {requests:?}"
+        );
+        // The concurrent change to a managed key is overwritten with the configured value.
+        assert_eq!(weights(&fake), [0, 100, 0]);
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_operation_is_an_error_and_state_keeps_the_old_weights() {
+    let (fake, tf) = setup().await;
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        tf.write("main.tf", &config(&fake, NORMAL));
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.write("main.tf", &config(&fake, OSAKA_DOWN));
+        fake.state.lock().unwrap().fail_next_operation = Some("Backend service web-bs-tokyo is not ready".into());
+        let out = tf
+            .fails(&["apply", "-auto-approve"])
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            out.contains("operation operation-1 failed: Backend service web-bs-tokyo is not ready"),
+            "{out}"
+        );
+        assert_eq!(weights(&fake), [100, 0, 0]);
+        // Nothing changed, so the change is still planned; the next apply converges.
+        let (code, _) = tf.plan_exit_code();
+        assert_eq!(code, 2);
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(weights(&fake), [0, 100, 0]);
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_faults_are_retried() {
+    let (fake, tf) = setup().await;
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        tf.write("main.tf", &config(&fake, NORMAL));
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.write("main.tf", &config(&fake, OSAKA_DOWN));
+        fake.state
+            .lock()
+            .unwrap()
+            .faults
+            .extend([(500, None), (429, Some(1)), (503, None)]);
+        let started = Instant::now();
+        tf.ok(&["apply", "-auto-approve"]);
+        assert!(started.elapsed().as_secs_f64() >= 1.0, "Retry-After: 1 was honoured");
+        assert_eq!(weights(&fake), [0, 100, 0]);
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_a_diagnostic_on_the_attribute() {
+    let (fake, tf) = setup().await;
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        let flat = |s: String| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (weights, words) in [
+            (&[("web-bs", "1001")][..], "Invalid weight"),
+            (&[("web-bs", "1.5")][..], "whole number from 0 to 1000"),
+            (&[("web-bs", "-1")][..], "Invalid weight"),
+            (&[("web-bs", "0"), ("web-bs-tokyo", "0")][..], "Every weight is zero"),
+            (&[("Web BS", "10")][..], "Invalid backend service"),
+            (
+                &[("web-bs", "10"), ("projects/p/global/backendServices/web-bs", "5")][..],
+                "Duplicate backend service",
+            ),
+        ] {
+            tf.write("main.tf", &config(&fake, weights));
+            let out = flat(tf.fails(&["validate"]));
+            assert!(out.contains(words), "{words}: {out}");
+            // The diagnostic points into the weights map: at the key's line, or at the attribute.
+            let at_key = weights.iter().any(|(k, v)| out.contains(&format!("\"{k}\" = {v}")));
+            assert!(at_key || out.contains("weights = {"), "{out}");
+        }
+        tf.write(
+            "main.tf",
+            &config(&fake, NORMAL).replace("url_map = \"web-urlmap\"", "url_map = \"Web_UrlMap\""),
+        );
+        let out = flat(tf.fails(&["validate"]));
+        assert!(
+            out.contains("Invalid URL map name") && out.contains("url_map = \"Web_UrlMap\""),
+            "{out}"
+        );
+
+        // Keys that are not weighted backend services of the URL map: apply-time, with the real list.
+        tf.write("main.tf", &config(&fake, &[("web-bs", "50"), ("web-bs-nagoya", "50")]));
+        let out = flat(tf.fails(&["apply", "-auto-approve"]));
+        assert!(
+            out.contains("\"web-bs-nagoya\" is not in the weightedBackendServices"),
+            "{out}"
+        );
+        assert!(out.contains("web-bs, web-bs-tokyo, web-bs-osaka"), "{out}");
+        assert_eq!(weights(&fake), [100, 0, 0]);
+
+        // No credentials: a plan-time error that says what to set.
+        tf.write(
+            "main.tf",
+            &config(&fake, NORMAL).replace(&format!("    access_token = \"{TOKEN}\"\n"), ""),
+        );
+        let out = flat(tf.fails(&["plan"]));
+        assert!(out.contains("GOOGLE_OAUTH_ACCESS_TOKEN"), "{out}");
+
+        // No project anywhere.
+        tf.write(
+            "main.tf",
+            &config(&fake, NORMAL).replace(&format!("    project      = \"{PROJECT}\"\n"), ""),
+        );
+        let out = flat(tf.fails(&["plan"]));
+        assert!(out.contains("No project"), "{out}");
+
+        // A wrong token is the API's 401, reported with Google's message.
+        tf.write("main.tf", &config(&fake, NORMAL).replace(TOKEN, "wrong-token"));
+        let out = flat(tf.fails(&["apply", "-auto-approve"]));
+        assert!(
+            out.contains("HTTP 401") && out.contains("invalid authentication credentials"),
+            "{out}"
+        );
+        assert!(!out.contains("wrong-token"), "the token is never echoed");
+
+        // A URL map deleted out of band: removed from state with a warning, then planned again.
+        tf.write("main.tf", &config(&fake, NORMAL));
+        tf.ok(&["apply", "-auto-approve"]);
+        fake.delete_url_map(PROJECT, MAP);
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2);
+        assert!(
+            plan.contains("will be created") && plan.contains("URL map not found"),
+            "{plan}"
+        );
+    })
+    .await
+    .unwrap();
+}
