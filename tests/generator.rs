@@ -64,7 +64,7 @@ async fn goldens_match_and_terraform_accepts_them() {
     let bless = std::env::var("BLESS").is_ok_and(|v| v == "1");
     let reattach = common::google::start().await;
     let cases = cases();
-    assert!(cases.len() >= 8, "fixtures missing");
+    assert!(cases.len() >= 10, "fixtures missing");
     tokio::task::spawn_blocking(move || {
         for case in &cases {
             let generated = generate_case(case);
@@ -80,9 +80,15 @@ async fn goldens_match_and_terraform_accepts_them() {
                 expected_path.display()
             );
 
-            let mut tf = common::Terraform::with_empty_cli_config();
+            // google: the in-process stand-in; locality (for managed weights): the built provider.
+            let mut tf = common::Terraform::dev_overrides();
             tf.env("TF_REATTACH_PROVIDERS", &reattach);
             tf.write(case.expected, &generated);
+            if generated.contains("locality_weighted_backend") {
+                // The module declares where `locality` comes from; the generated file does not
+                // (a second required_providers entry for it would clash with the user's).
+                tf.write("versions.tf", common::PREAMBLE);
+            }
             if case.format == Format::Hcl {
                 let fmt = tf.run(&["fmt", "-check", "-diff"]);
                 assert_eq!(
@@ -200,6 +206,32 @@ fn subsets_split_the_weight_over_the_active_regions() {
     let (resources, weights) = structure(&hcl_output("several-services"));
     assert_eq!(resources.len(), 12);
     assert_eq!(weights.iter().map(|w| w.1).collect::<Vec<_>>(), [0, 0, 100, 100, 0, 0]);
+}
+
+#[test]
+fn managed_weights_leave_the_url_map_alone_and_follow_active_in_locality_weighted_backend() {
+    let text = hcl_output("managed-weights");
+    let (resources, url_map_weights) = structure(&text);
+    assert_eq!(resources.last().unwrap(), "locality_weighted_backend.web");
+    // The URL map keeps the all-active weights and ignores later changes to them.
+    assert_eq!(url_map_weights.iter().map(|w| w.1).collect::<Vec<_>>(), [100, 0, 0]);
+    for i in 0..3 {
+        assert!(text.contains(&format!("default_route_action[0].weighted_backend_services[{i}].weight,")), "{text}");
+    }
+    let body = hcl_edit::parser::parse_body(&text).unwrap();
+    let resource = body.blocks().find(|b| b.labels.iter().any(|l| l.as_str() == "locality_weighted_backend")).unwrap();
+    let url_map = &resource.body.get_attribute("url_map").unwrap().value;
+    assert!(matches!(url_map, Expression::Traversal(_)), "url_map refers to the URL map resource");
+    assert!(text.contains("    \"web-bs\"       = 0\n    \"web-bs-tokyo\" = 0\n    \"web-bs-osaka\" = 100\n"), "{text}");
+
+    // Switching `active` changes only the locality_weighted_backend block.
+    let spec = std::fs::read_to_string(fixtures().join("managed-weights/spec.hcl")).unwrap();
+    let other = spec.replace("active             = [\"osaka\"]", "active             = [\"tokyo\", \"osaka\"]");
+    let after = generate(&SourceFile { name: "spec.hcl", text: &other }, Format::Hcl).text.unwrap();
+    let diff = similar::TextDiff::from_lines(&text, &after);
+    let changed: Vec<String> = diff.iter_all_changes().filter(|c| c.tag() != similar::ChangeTag::Equal).map(|c| c.value().to_string()).collect();
+    assert_eq!(changed.len(), 6, "{changed:#?}");
+    assert!(changed.iter().all(|l| l.contains("Weights:") || l.contains("\"web-bs")), "{changed:#?}");
 }
 
 #[test]

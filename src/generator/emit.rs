@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::hcl::{Block, Expr};
-use super::spec::{Outlier, Service, Spec};
+use super::spec::{Outlier, Service, Spec, WeightsManagedBy};
 
 /// The total weight split between backend services.
 pub const TOTAL_WEIGHT: i64 = 100;
@@ -30,12 +30,16 @@ fn s(value: &str) -> Expr {
 /// each region's. All regions active: the all-regions service takes everything. Otherwise the
 /// active regions' own services share it, the remainder going to the earliest.
 pub fn weights(service: &Service) -> Vec<(String, i64)> {
-    let all_active = service.active.len() == service.regions.len();
+    weights_for(service, &service.active)
+}
+
+fn weights_for(service: &Service, active: &[String]) -> Vec<(String, i64)> {
+    let all_active = active.len() == service.regions.len();
     let mut out = vec![(service.name.clone(), if all_active { TOTAL_WEIGHT } else { 0 })];
-    let share = TOTAL_WEIGHT / service.active.len().max(1) as i64;
-    let mut remainder = TOTAL_WEIGHT - share * service.active.len() as i64;
+    let share = TOTAL_WEIGHT / active.len().max(1) as i64;
+    let mut remainder = TOTAL_WEIGHT - share * active.len() as i64;
     for region in &service.regions {
-        let weight = if !all_active && service.active.contains(&region.name) {
+        let weight = if !all_active && active.contains(&region.name) {
             let extra = i64::from(remainder > 0);
             remainder -= extra;
             share + extra
@@ -45,6 +49,14 @@ pub fn weights(service: &Service) -> Vec<(String, i64)> {
         out.push((format!("{}_{}", service.name, region.name), weight));
     }
     out
+}
+
+/// The Google name of a backend service from its weights key (`web` or `web_tokyo`).
+fn google_backend_name(service: &Service, key: &str) -> String {
+    match key.strip_prefix(&format!("{}_", service.name)) {
+        Some(region) => format!("{}-bs-{region}", service.name),
+        None => format!("{}-bs", service.name),
+    }
 }
 
 /// Every block for the spec, in output order.
@@ -134,23 +146,46 @@ fn service_blocks(service: &Service) -> Vec<Block> {
     } else {
         format!("active: {}", service.active.join(", "))
     };
+    let external = service.weights_managed_by == WeightsManagedBy::LocalityWeightedBackend;
+    // With external weights the URL map keeps its creation-time weights (every region active) and
+    // ignores later changes to them, so `active` only changes the locality_weighted_backend.
+    let all: Vec<String> = service.regions.iter().map(|r| r.name.clone()).collect();
+    let url_map_weights = weights_for(service, if external { &all } else { &service.active });
     let mut route = Block::new("default_route_action", &[]);
-    for (backend, weight) in weights(service) {
+    for (backend, weight) in &url_map_weights {
         route = route.block(
             Block::new("weighted_backend_services", &[])
-                .attr(
-                    "backend_service",
-                    reference("google_compute_backend_service", &ident(&backend)),
-                )
-                .attr("weight", Expr::Int(weight)),
+                .attr("backend_service", reference("google_compute_backend_service", &ident(backend)))
+                .attr("weight", Expr::Int(*weight)),
         );
     }
-    out.push(
-        Block::new("resource", &["google_compute_url_map", &svc])
-            .attr("name", s(&format!("{}-urlmap", service.name)))
-            .attr("project", s(&service.project))
-            .comment(&format!("Weights: {active}."))
-            .block(route),
-    );
+    let url_map = Block::new("resource", &["google_compute_url_map", &svc])
+        .attr("name", s(&format!("{}-urlmap", service.name)))
+        .attr("project", s(&service.project));
+    let url_map = if external {
+        let ignored = (0..url_map_weights.len())
+            .map(|i| Expr::StaticRef(format!("default_route_action[0].weighted_backend_services[{i}].weight")))
+            .collect();
+        url_map
+            .comment("Weights are set by locality_weighted_backend; these are only the initial ones.")
+            .block(route)
+            .block(Block::new("lifecycle", &[]).attr("ignore_changes", Expr::List(ignored)))
+    } else {
+        url_map.comment(&format!("Weights: {active}.")).block(route)
+    };
+    out.push(url_map);
+    if external {
+        let weights = weights(service)
+            .into_iter()
+            .map(|(backend, weight)| (google_backend_name(service, &backend), Expr::Int(weight)))
+            .collect();
+        out.push(
+            Block::new("resource", &["locality_weighted_backend", &svc])
+                .attr("project", s(&service.project))
+                .attr("url_map", Expr::Traversal(vec!["google_compute_url_map".into(), svc.clone(), "name".into()]))
+                .comment(&format!("Weights: {active}."))
+                .attr("weights", Expr::Map(weights)),
+        );
+    }
     out
 }

@@ -13,8 +13,16 @@ pub enum Expr {
     Str(String),
     /// A whole number.
     Int(i64),
-    /// A reference such as `google_compute_backend_service.web.id` (written bare, never quoted).
+    /// A reference such as `google_compute_backend_service.web.id` (written bare, never quoted;
+    /// `"${...}"` in JSON).
     Traversal(Vec<String>),
+    /// A static reference as meta-arguments take them (`ignore_changes`): bare in HCL, a plain
+    /// string in JSON.
+    StaticRef(String),
+    /// A list, written one element per line.
+    List(Vec<Expr>),
+    /// An object with string keys, written one entry per line with `=` aligned.
+    Map(Vec<(String, Expr)>),
 }
 
 /// An item of a body.
@@ -85,18 +93,48 @@ fn quote(s: &str) -> String {
 }
 
 impl Expr {
-    fn hcl(&self) -> String {
+    fn is_multiline(&self) -> bool {
+        matches!(self, Expr::List(items) if !items.is_empty()) || matches!(self, Expr::Map(entries) if !entries.is_empty())
+    }
+
+    /// The expression as HCL; multi-line values are indented for `depth`.
+    fn hcl(&self, depth: usize) -> String {
+        let inner = "  ".repeat(depth + 1);
+        let close = "  ".repeat(depth);
         match self {
             Expr::Str(s) => quote(s),
             Expr::Int(i) => i.to_string(),
             Expr::Traversal(parts) => parts.join("."),
+            Expr::StaticRef(r) => r.clone(),
+            Expr::List(items) if items.is_empty() => "[]".into(),
+            Expr::List(items) => {
+                let mut out = String::from("[\n");
+                for item in items {
+                    let _ = writeln!(out, "{inner}{},", item.hcl(depth + 1));
+                }
+                format!("{out}{close}]")
+            }
+            Expr::Map(entries) if entries.is_empty() => "{}".into(),
+            Expr::Map(entries) => {
+                let keys: Vec<String> = entries.iter().map(|(k, _)| quote(k)).collect();
+                let width = keys.iter().map(String::len).max().unwrap_or(0);
+                let mut out = String::from("{\n");
+                for (key, (_, value)) in keys.iter().zip(entries) {
+                    let _ = writeln!(out, "{inner}{key:<width$} = {}", value.hcl(depth + 1));
+                }
+                format!("{out}{close}}}")
+            }
         }
     }
+
     fn json(&self) -> serde_json::Value {
         match self {
             Expr::Str(s) => s.replace("${", "$${").replace("%{", "%%{").into(),
             Expr::Int(i) => (*i).into(),
             Expr::Traversal(parts) => format!("${{{}}}", parts.join(".")).into(),
+            Expr::StaticRef(r) => r.clone().into(),
+            Expr::List(items) => items.iter().map(Expr::json).collect::<Vec<_>>().into(),
+            Expr::Map(entries) => entries.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>().into(),
         }
     }
 }
@@ -151,9 +189,16 @@ fn write_block(out: &mut String, block: &Block, depth: usize) {
                 if previous_was_block {
                     out.push('\n');
                 }
-                let width = run.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-                for (name, expr) in &run {
-                    let _ = writeln!(out, "{inner}{name:<width$} = {}", expr.hcl());
+                // A multi-line value is not padded and splits the run, as `terraform fmt` does.
+                for group in run.split_inclusive(|(_, e)| e.is_multiline()) {
+                    let width = group.iter().filter(|(_, e)| !e.is_multiline()).map(|(n, _)| n.len()).max().unwrap_or(0);
+                    for (name, expr) in group {
+                        if expr.is_multiline() {
+                            let _ = writeln!(out, "{inner}{name} = {}", expr.hcl(depth + 1));
+                        } else {
+                            let _ = writeln!(out, "{inner}{name:<width$} = {}", expr.hcl(depth + 1));
+                        }
+                    }
                 }
                 i += run.len();
                 previous_was_block = false;

@@ -33,7 +33,22 @@ pub struct Service {
     pub active: Vec<String>,
     /// Outlier detection for every backend service.
     pub outlier: Outlier,
+    /// Who sets the URL map's weights.
+    pub weights_managed_by: WeightsManagedBy,
 }
+
+/// Who sets the URL map's weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightsManagedBy {
+    /// The `google_compute_url_map` itself (the weights follow `active`).
+    UrlMap,
+    /// A `locality_weighted_backend` resource: the URL map is written with every region active and
+    /// its weights in `ignore_changes`, and the weights resource follows `active`.
+    LocalityWeightedBackend,
+}
+
+/// The values `weights_managed_by` takes.
+pub const WEIGHTS_MANAGED_BY: [&str; 2] = ["url_map", "locality_weighted_backend"];
 
 /// One region of a service.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +83,7 @@ pub struct Outlier {
 /// Allowed backend protocols for serverless NEG backends.
 pub const PROTOCOLS: [&str; 3] = ["HTTP", "HTTPS", "HTTP2"];
 
-const SERVICE_ATTRS: [&str; 3] = ["project", "protocol", "active"];
+const SERVICE_ATTRS: [&str; 4] = ["project", "protocol", "active", "weights_managed_by"];
 const SERVICE_BLOCKS: [&str; 2] = ["region", "outlier_detection"];
 const REGION_ATTRS: [&str; 2] = ["location", "cloud_run"];
 const OUTLIER_ATTRS: [&str; 7] = [
@@ -310,6 +325,22 @@ fn lower_service(block: &Node, label: &Spanned<String>, d: &mut Vec<SpecDiagnost
         }),
     };
 
+    let weights_managed_by = match attrs.get("weights_managed_by") {
+        None => Some(WeightsManagedBy::UrlMap),
+        Some(v) => match string(v, "weights_managed_by", d) {
+            Some("url_map") => Some(WeightsManagedBy::UrlMap),
+            Some("locality_weighted_backend") => Some(WeightsManagedBy::LocalityWeightedBackend),
+            Some(other) => {
+                d.push(
+                    SpecDiagnostic::error(v.span.clone(), format!("`weights_managed_by` = \"{other}\" is not supported"))
+                        .help(format!("allowed: \"{}\"", WEIGHTS_MANAGED_BY.join("\", \""))),
+                );
+                None
+            }
+            None => None,
+        },
+    };
+
     let mut regions = Vec::new();
     let mut region_spans: HashMap<String, Range<usize>> = HashMap::new();
     let mut outlier_blocks = Vec::new();
@@ -396,6 +427,7 @@ fn lower_service(block: &Node, label: &Spanned<String>, d: &mut Vec<SpecDiagnost
             .collect(),
         regions,
         outlier: outlier?,
+        weights_managed_by: weights_managed_by?,
     })
 }
 
