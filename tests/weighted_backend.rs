@@ -315,3 +315,43 @@ async fn bad_input_is_a_diagnostic_on_the_attribute() {
     .await
     .unwrap();
 }
+
+/// The generator's output with `weights_managed_by = "locality_weighted_backend"` and this
+/// resource work together: the URL map is created with its initial weights, the weights resource
+/// takes over, and a failover is a change of `active` that touches only the weights.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_configuration_fails_over_without_touching_the_url_map() {
+    let fake = FakeCompute::start().await;
+    let reattach = common::google::start_with(Some(fake.clone())).await;
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        let mut tf = Terraform::dev_overrides();
+        tf.env("TF_REATTACH_PROVIDERS", &reattach);
+        let spec = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generator/managed-weights/spec.hcl")).unwrap();
+        let spec = spec.replace("active             = [\"osaka\"]", "active             = [\"tokyo\", \"osaka\"]");
+        let generate = |spec: &str| {
+            locality::generator::generate(&locality::generator::SourceFile { name: "lb.hcl", text: spec }, locality::generator::Format::Hcl).text.unwrap()
+        };
+        tf.write("lb.tf", &generate(&spec));
+        tf.write(
+            "versions.tf",
+            &format!("{PREAMBLE}\nprovider \"locality\" {{\n  google {{\n    access_token = \"{TOKEN}\"\n    base_url     = \"{}\"\n  }}\n}}\n", fake.base_url()),
+        );
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(weights(&fake), [100, 0, 0]);
+        tf.assert_no_changes();
+
+        // Tokyo outage: regenerate with active = ["osaka"]; only the weights resource changes.
+        tf.write("lb.tf", &generate(&spec.replace("[\"tokyo\", \"osaka\"]", "[\"osaka\"]")));
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2);
+        assert!(plan.contains("Plan: 0 to add, 1 to change, 0 to destroy."), "{plan}");
+        assert!(plan.contains("locality_weighted_backend.web will be updated in-place"), "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(weights(&fake), [0, 0, 100]);
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}

@@ -12,11 +12,14 @@ use locality::tfplugin::{
     Schema, Type, Value,
 };
 
-struct Google;
+struct Google {
+    compute: Option<super::fake_compute::FakeCompute>,
+}
 
 struct Fake {
     name: &'static str,
     block: Block,
+    compute: Option<super::fake_compute::FakeCompute>,
 }
 
 fn id() -> Attribute {
@@ -101,14 +104,17 @@ fn schemas() -> Vec<Fake> {
         Fake {
             name: "google_compute_region_network_endpoint_group",
             block: neg,
+            compute: None,
         },
         Fake {
             name: "google_compute_backend_service",
             block: backend_service,
+            compute: None,
         },
         Fake {
             name: "google_compute_url_map",
             block: url_map,
+            compute: None,
         },
     ]
 }
@@ -128,7 +134,10 @@ impl Provider for Google {
     fn resources(&self) -> Vec<Arc<dyn Resource<()>>> {
         schemas()
             .into_iter()
-            .map(|f| Arc::new(f) as Arc<dyn Resource<()>>)
+            .map(|mut f| {
+                f.compute = self.compute.clone();
+                Arc::new(f) as Arc<dyn Resource<()>>
+            })
             .collect()
     }
     fn data_sources(&self) -> Vec<Arc<dyn DataSource<()>>> {
@@ -151,7 +160,39 @@ impl Resource<()> for Fake {
         Some(state.clone())
     }
     async fn create(&self, _: &Context<()>, planned: &Value, _: &mut Diagnostics) -> Option<Value> {
-        Some(planned.clone())
+        let mut state = planned.clone();
+        let project = planned.get("project").as_str().unwrap_or("default-project").to_string();
+        let name = planned.get("name").as_str().unwrap_or_default().to_string();
+        let (collection, scope) = match self.name {
+            "google_compute_region_network_endpoint_group" => ("networkEndpointGroups", format!("regions/{}", planned.get("region").as_str().unwrap_or_default())),
+            "google_compute_backend_service" => ("backendServices", "global".to_string()),
+            _ => ("urlMaps", "global".to_string()),
+        };
+        state.set("id", format!("projects/{project}/{scope}/{collection}/{name}").into());
+        state.set("project", project.as_str().into());
+        if state.get("protocol").is_unknown() {
+            state.set("protocol", "HTTP".into());
+        }
+        if self.name == "google_compute_url_map" {
+            state.set("fingerprint", "fp".into());
+            // The URL map really exists afterwards, in the fake Compute API.
+            if let Some(compute) = &self.compute {
+                let route = planned.get("default_route_action").elements().first().cloned().unwrap_or_default();
+                let weights: Vec<(String, u32)> = route
+                    .get("weighted_backend_services")
+                    .elements()
+                    .iter()
+                    .map(|w| {
+                        let bs = w.get("backend_service").as_str().unwrap_or_default();
+                        let weight = w.get("weight").as_number().and_then(|n| n.as_u64()).unwrap_or(0) as u32;
+                        (bs.rsplit('/').next().unwrap_or(bs).to_string(), weight)
+                    })
+                    .collect();
+                let refs: Vec<(&str, u32)> = weights.iter().map(|(n, w)| (n.as_str(), *w)).collect();
+                compute.put_url_map(&project, &name, &refs);
+            }
+        }
+        Some(state)
     }
     async fn update(&self, _: &Context<()>, _: &Value, planned: &Value, _: &mut Diagnostics) -> Option<Value> {
         Some(planned.clone())
@@ -161,9 +202,14 @@ impl Resource<()> for Fake {
 
 /// Starts the stand-in on 127.0.0.1 and returns the TF_REATTACH_PROVIDERS value for it.
 pub async fn start() -> String {
+    start_with(None).await
+}
+
+/// Like [`start`]; URL maps it creates are also created in `compute`.
+pub async fn start_with(compute: Option<super::fake_compute::FakeCompute>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
-    let service = ProviderService::new(Google, Default::default()).into_server();
+    let service = ProviderService::new(Google { compute }, Default::default()).into_server();
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)

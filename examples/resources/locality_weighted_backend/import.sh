@@ -1,0 +1,2 @@
+# <project>/<url_map>
+terraform import locality_weighted_backend.web winticket-prod/web-urlmap
