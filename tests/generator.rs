@@ -216,22 +216,54 @@ fn managed_weights_leave_the_url_map_alone_and_follow_active_in_locality_weighte
     // The URL map keeps the all-active weights and ignores later changes to them.
     assert_eq!(url_map_weights.iter().map(|w| w.1).collect::<Vec<_>>(), [100, 0, 0]);
     for i in 0..3 {
-        assert!(text.contains(&format!("default_route_action[0].weighted_backend_services[{i}].weight,")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "default_route_action[0].weighted_backend_services[{i}].weight,"
+            )),
+            "{text}"
+        );
     }
     let body = hcl_edit::parser::parse_body(&text).unwrap();
-    let resource = body.blocks().find(|b| b.labels.iter().any(|l| l.as_str() == "locality_weighted_backend")).unwrap();
+    let resource = body
+        .blocks()
+        .find(|b| b.labels.iter().any(|l| l.as_str() == "locality_weighted_backend"))
+        .unwrap();
     let url_map = &resource.body.get_attribute("url_map").unwrap().value;
-    assert!(matches!(url_map, Expression::Traversal(_)), "url_map refers to the URL map resource");
-    assert!(text.contains("    \"web-bs\"       = 0\n    \"web-bs-tokyo\" = 0\n    \"web-bs-osaka\" = 100\n"), "{text}");
+    assert!(
+        matches!(url_map, Expression::Traversal(_)),
+        "url_map refers to the URL map resource"
+    );
+    assert!(
+        text.contains("    \"web-bs\"       = 0\n    \"web-bs-tokyo\" = 0\n    \"web-bs-osaka\" = 100\n"),
+        "{text}"
+    );
 
     // Switching `active` changes only the locality_weighted_backend block.
     let spec = std::fs::read_to_string(fixtures().join("managed-weights/spec.hcl")).unwrap();
-    let other = spec.replace("active             = [\"osaka\"]", "active             = [\"tokyo\", \"osaka\"]");
-    let after = generate(&SourceFile { name: "spec.hcl", text: &other }, Format::Hcl).text.unwrap();
+    let other = spec.replace(
+        "active             = [\"osaka\"]",
+        "active             = [\"tokyo\", \"osaka\"]",
+    );
+    let after = generate(
+        &SourceFile {
+            name: "spec.hcl",
+            text: &other,
+        },
+        Format::Hcl,
+    )
+    .text
+    .unwrap();
     let diff = similar::TextDiff::from_lines(&text, &after);
-    let changed: Vec<String> = diff.iter_all_changes().filter(|c| c.tag() != similar::ChangeTag::Equal).map(|c| c.value().to_string()).collect();
+    let changed: Vec<String> = diff
+        .iter_all_changes()
+        .filter(|c| c.tag() != similar::ChangeTag::Equal)
+        .map(|c| c.value().to_string())
+        .collect();
     assert_eq!(changed.len(), 6, "{changed:#?}");
-    assert!(changed.iter().all(|l| l.contains("Weights:") || l.contains("\"web-bs")), "{changed:#?}");
+    assert!(
+        changed.iter().all(|l| l.contains("Weights:") || l.contains("\"web-bs")),
+        "{changed:#?}"
+    );
 }
 
 #[test]

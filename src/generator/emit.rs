@@ -155,7 +155,10 @@ fn service_blocks(service: &Service) -> Vec<Block> {
     for (backend, weight) in &url_map_weights {
         route = route.block(
             Block::new("weighted_backend_services", &[])
-                .attr("backend_service", reference("google_compute_backend_service", &ident(backend)))
+                .attr(
+                    "backend_service",
+                    reference("google_compute_backend_service", &ident(backend)),
+                )
                 .attr("weight", Expr::Int(*weight)),
         );
     }
@@ -182,7 +185,10 @@ fn service_blocks(service: &Service) -> Vec<Block> {
         out.push(
             Block::new("resource", &["locality_weighted_backend", &svc])
                 .attr("project", s(&service.project))
-                .attr("url_map", Expr::Traversal(vec!["google_compute_url_map".into(), svc.clone(), "name".into()]))
+                .attr(
+                    "url_map",
+                    Expr::Traversal(vec!["google_compute_url_map".into(), svc.clone(), "name".into()]),
+                )
                 .comment(&format!("Weights: {active}."))
                 .attr("weights", Expr::Map(weights)),
         );

@@ -94,7 +94,8 @@ fn quote(s: &str) -> String {
 
 impl Expr {
     fn is_multiline(&self) -> bool {
-        matches!(self, Expr::List(items) if !items.is_empty()) || matches!(self, Expr::Map(entries) if !entries.is_empty())
+        matches!(self, Expr::List(items) if !items.is_empty())
+            || matches!(self, Expr::Map(entries) if !entries.is_empty())
     }
 
     /// The expression as HCL; multi-line values are indented for `depth`.
@@ -134,7 +135,11 @@ impl Expr {
             Expr::Traversal(parts) => format!("${{{}}}", parts.join(".")).into(),
             Expr::StaticRef(r) => r.clone().into(),
             Expr::List(items) => items.iter().map(Expr::json).collect::<Vec<_>>().into(),
-            Expr::Map(entries) => entries.iter().map(|(k, v)| (k.clone(), v.json())).collect::<serde_json::Map<_, _>>().into(),
+            Expr::Map(entries) => entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.json()))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
         }
     }
 }
@@ -191,7 +196,12 @@ fn write_block(out: &mut String, block: &Block, depth: usize) {
                 }
                 // A multi-line value is not padded and splits the run, as `terraform fmt` does.
                 for group in run.split_inclusive(|(_, e)| e.is_multiline()) {
-                    let width = group.iter().filter(|(_, e)| !e.is_multiline()).map(|(n, _)| n.len()).max().unwrap_or(0);
+                    let width = group
+                        .iter()
+                        .filter(|(_, e)| !e.is_multiline())
+                        .map(|(n, _)| n.len())
+                        .max()
+                        .unwrap_or(0);
                     for (name, expr) in group {
                         if expr.is_multiline() {
                             let _ = writeln!(out, "{inner}{name} = {}", expr.hcl(depth + 1));

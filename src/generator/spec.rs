@@ -332,8 +332,11 @@ fn lower_service(block: &Node, label: &Spanned<String>, d: &mut Vec<SpecDiagnost
             Some("locality_weighted_backend") => Some(WeightsManagedBy::LocalityWeightedBackend),
             Some(other) => {
                 d.push(
-                    SpecDiagnostic::error(v.span.clone(), format!("`weights_managed_by` = \"{other}\" is not supported"))
-                        .help(format!("allowed: \"{}\"", WEIGHTS_MANAGED_BY.join("\", \""))),
+                    SpecDiagnostic::error(
+                        v.span.clone(),
+                        format!("`weights_managed_by` = \"{other}\" is not supported"),
+                    )
+                    .help(format!("allowed: \"{}\"", WEIGHTS_MANAGED_BY.join("\", \""))),
                 );
                 None
             }

@@ -164,7 +164,10 @@ impl Resource<()> for Fake {
         let project = planned.get("project").as_str().unwrap_or("default-project").to_string();
         let name = planned.get("name").as_str().unwrap_or_default().to_string();
         let (collection, scope) = match self.name {
-            "google_compute_region_network_endpoint_group" => ("networkEndpointGroups", format!("regions/{}", planned.get("region").as_str().unwrap_or_default())),
+            "google_compute_region_network_endpoint_group" => (
+                "networkEndpointGroups",
+                format!("regions/{}", planned.get("region").as_str().unwrap_or_default()),
+            ),
             "google_compute_backend_service" => ("backendServices", "global".to_string()),
             _ => ("urlMaps", "global".to_string()),
         };
@@ -177,7 +180,12 @@ impl Resource<()> for Fake {
             state.set("fingerprint", "fp".into());
             // The URL map really exists afterwards, in the fake Compute API.
             if let Some(compute) = &self.compute {
-                let route = planned.get("default_route_action").elements().first().cloned().unwrap_or_default();
+                let route = planned
+                    .get("default_route_action")
+                    .elements()
+                    .first()
+                    .cloned()
+                    .unwrap_or_default();
                 let weights: Vec<(String, u32)> = route
                     .get("weighted_backend_services")
                     .elements()
