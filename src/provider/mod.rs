@@ -6,6 +6,7 @@ pub mod config;
 pub mod docs;
 pub mod google;
 pub mod http;
+pub mod regions;
 pub mod resources;
 
 use std::sync::{Arc, OnceLock};

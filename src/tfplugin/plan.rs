@@ -14,11 +14,29 @@ use super::value::Value;
 /// resource's `modify_plan` starts from.
 pub fn initial_plan(block: &Block, prior: &Value, proposed: &Value, config: &Value) -> Value {
     let mut planned = block.conform(proposed);
+    keep_equivalent(block, &mut planned, prior);
     apply_defaults(block, &mut planned, config);
     if prior.is_null() || planned != block.conform(prior) {
         mark_computed_unknown(block, &mut planned, config, prior);
     }
     planned
+}
+
+/// Where an attribute has semantic equality and the new value means the same as the prior one,
+/// use the prior value (Terraform allows planning the prior value of a configured attribute).
+/// Also used on ReadResource results, so refresh never reports a difference in form only.
+pub fn keep_equivalent(block: &Block, new: &mut Value, prior: &Value) {
+    if prior.is_null() || new.is_null() {
+        return;
+    }
+    for attr in &block.attributes {
+        let Some(equal) = attr.semantic_equality else { continue };
+        let (p, n) = (prior.get(&attr.name), new.get(&attr.name));
+        if !p.is_null() && !n.is_null() && !n.is_unknown() && p != n && equal(p, n) {
+            let p = p.clone();
+            new.set(&attr.name, p);
+        }
+    }
 }
 
 fn apply_defaults(block: &Block, planned: &mut Value, config: &Value) {

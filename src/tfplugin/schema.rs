@@ -62,7 +62,13 @@ pub struct Attribute {
     pub default: Option<Value>,
     /// Keep the prior value in plans instead of marking it unknown (stable computed values).
     pub use_state_for_unknown: bool,
+    /// Semantic equality: when it says the configured (or read) value means the same as the prior
+    /// one, the prior value is kept, so that e.g. `2001:DB8::1` and `2001:db8::1` never diff.
+    pub semantic_equality: Option<SemanticEquality>,
 }
+
+/// Decides whether two known values of an attribute mean the same thing.
+pub type SemanticEquality = fn(&Value, &Value) -> bool;
 
 /// Nesting modes of blocks and nested attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +114,7 @@ impl Attribute {
             requires_replace: false,
             default: None,
             use_state_for_unknown: false,
+            semantic_equality: None,
         }
     }
     /// An attribute of any type.
@@ -175,6 +182,12 @@ impl Attribute {
     /// Keep the prior state's value in plans rather than "(known after apply)".
     pub fn use_state_for_unknown(mut self) -> Self {
         self.use_state_for_unknown = true;
+        self
+    }
+
+    /// Treats values that `equal` says are the same as no change (see [`SemanticEquality`]).
+    pub fn semantic_equality(mut self, equal: SemanticEquality) -> Self {
+        self.semantic_equality = Some(equal);
         self
     }
 

@@ -360,7 +360,11 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                     })
                     .await;
                 new_state = match read {
-                    Some(Some(state)) => Some(encode_dynamic(&entry.schema.block.conform(&state), &entry.ty)),
+                    Some(Some(state)) => {
+                        let mut state = entry.schema.block.conform(&state);
+                        super::plan::keep_equivalent(&entry.schema.block, &mut state, &current);
+                        Some(encode_dynamic(&state, &entry.ty))
+                    }
                     // The object is gone: a null state makes Terraform drop it and plan a create.
                     Some(None) if !diags.has_errors() => Some(encode_dynamic(&Value::Null, &entry.ty)),
                     // On errors keep what Terraform had.
