@@ -2,6 +2,7 @@
 //!
 //! Built on the protocol layer (`crate::tfplugin`); knows nothing of gRPC.
 
+pub mod cloudflare;
 pub mod config;
 pub mod docs;
 pub mod google;
@@ -21,11 +22,11 @@ use config::ProviderConfig;
 pub const SOURCE_ADDRESS: &str = "registry.terraform.io/locality/locality";
 
 /// What resources receive: the resolved configuration and lazily built API clients.
-#[derive(Debug)]
 pub struct ProviderData {
     /// The provider block, resolved against the environment.
     pub config: ProviderConfig,
     http: OnceLock<reqwest::Client>,
+    zones: OnceLock<Arc<cloudflare::Zones>>,
 }
 
 impl ProviderData {
@@ -34,12 +35,34 @@ impl ProviderData {
         ProviderData {
             config,
             http: OnceLock::new(),
+            zones: OnceLock::new(),
         }
     }
 
     /// The HTTP client shared by every API client of this provider process.
     pub fn http(&self) -> reqwest::Client {
         self.http.get_or_init(|| http::client(Duration::from_secs(60))).clone()
+    }
+
+    /// The Cloudflare client with this process's zone caches and batchers.
+    ///
+    /// # Errors
+    /// What to set, when no Cloudflare API token is configured.
+    pub fn cloudflare(&self) -> Result<Arc<cloudflare::Zones>, String> {
+        if let Some(zones) = self.zones.get() {
+            return Ok(zones.clone());
+        }
+        let token = self.config.cloudflare.api_token.clone().ok_or_else(|| {
+            "No Cloudflare credentials: set `api_token` in the provider's `cloudflare` block, or the \
+             CLOUDFLARE_API_TOKEN environment variable (a token with Zone Settings edit permission)."
+                .to_string()
+        })?;
+        let client =
+            cloudflare::Cloudflare::new(self.http(), &self.config.cloudflare.base_url, token, Default::default());
+        Ok(self
+            .zones
+            .get_or_init(|| Arc::new(cloudflare::Zones::new(client)))
+            .clone())
     }
 
     /// The Compute Engine client.
@@ -87,6 +110,7 @@ impl Provider for LocalityProvider {
     fn resources(&self) -> Vec<Arc<dyn Resource<ProviderData>>> {
         vec![
             Arc::new(resources::zone_replica_map::ZoneReplicaMap),
+            Arc::new(resources::region_hint::RegionHint),
             Arc::new(resources::weighted_backend::WeightedBackend),
         ]
     }

@@ -192,5 +192,6 @@ pub const PREAMBLE: &str = r#"terraform {
   }
 }
 "#;
+pub mod fake_cloudflare;
 pub mod fake_compute;
 pub mod google;

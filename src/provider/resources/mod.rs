@@ -1,4 +1,5 @@
 //! The provider's managed resource types, one folder each.
 
+pub mod region_hint;
 pub mod weighted_backend;
 pub mod zone_replica_map;

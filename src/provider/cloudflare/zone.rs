@@ -1,0 +1,272 @@
+//! Per-zone coordination inside one provider process, so that N hints cost about ceil(N/100)
+//! requests instead of N:
+//!
+//! - **listings**: the first read of a zone lists it (100 a page); concurrent reads wait for that
+//!   one listing and share it;
+//! - **supported regions**: fetched once per zone;
+//! - **batches**: creates/updates (PUT) and deletes that arrive within a short window are sent as
+//!   one batch request (at most 100 items), and each item's own outcome goes back to its caller.
+//!
+//! Terraform runs each walk in a fresh process, so the caches never outlive one command.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{oneshot, OnceCell};
+
+use super::{Cloudflare, CloudflareError, Mapping, SupportedRegions, BATCH_LIMIT};
+
+type Shared<T> = Arc<OnceCell<Result<Arc<T>, CloudflareError>>>;
+
+/// How long the first item of a batch waits for others to join it.
+pub const BATCH_WINDOW: Duration = Duration::from_millis(25);
+/// While items keep arriving, the batch waits a little more, up to this in all.
+pub const BATCH_WINDOW_MAX: Duration = Duration::from_millis(100);
+
+/// The outcome of one item of a batch: `Ok` with the mapping as stored (single writes carry
+/// `modified_on`), or the item's own error.
+pub type ItemResult<T> = Result<T, CloudflareError>;
+
+type Waiting<T, R> = Vec<(T, oneshot::Sender<ItemResult<R>>)>;
+
+/// Zone caches and batchers for one provider process.
+pub struct Zones {
+    client: Cloudflare,
+    listings: Mutex<HashMap<String, Shared<BTreeMap<String, Mapping>>>>,
+    supported: Mutex<HashMap<String, Shared<SupportedRegions>>>,
+    /// IPs this process created, updated or deleted, per zone (they may differ from the listing).
+    touched: Mutex<HashSet<(String, String)>>,
+    puts: Mutex<HashMap<String, Waiting<Mapping, Mapping>>>,
+    deletes: Mutex<HashMap<String, Waiting<String, ()>>>,
+}
+
+impl Zones {
+    /// Coordination over `client`.
+    pub fn new(client: Cloudflare) -> Self {
+        Zones {
+            client,
+            listings: Mutex::default(),
+            supported: Mutex::default(),
+            touched: Mutex::default(),
+            puts: Mutex::default(),
+            deletes: Mutex::default(),
+        }
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Cloudflare {
+        &self.client
+    }
+
+    /// The zone's mappings by canonical IP, listed once per process.
+    ///
+    /// # Errors
+    /// The listing's error (shared by every caller waiting for it).
+    pub async fn listing(&self, zone: &str) -> Result<Arc<BTreeMap<String, Mapping>>, CloudflareError> {
+        let cell = self
+            .listings
+            .lock()
+            .expect("lock")
+            .entry(zone.to_string())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            let all = self.client.list(zone).await?;
+            Ok(Arc::new(all.into_iter().map(|m| (m.origin_ip.clone(), m)).collect()))
+        })
+        .await
+        .clone()
+    }
+
+    /// The zone's supported regions, fetched once per process.
+    ///
+    /// # Errors
+    /// The request's error (e.g. Tiered Cache disabled).
+    pub async fn supported_regions(&self, zone: &str) -> Result<Arc<SupportedRegions>, CloudflareError> {
+        let cell = self
+            .supported
+            .lock()
+            .expect("lock")
+            .entry(zone.to_string())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async { self.client.supported_regions(zone).await.map(Arc::new) })
+            .await
+            .clone()
+    }
+
+    /// Whether this process already wrote `ip` in `zone` (so a listing taken earlier may be stale
+    /// for it).
+    pub fn touched(&self, zone: &str, ip: &str) -> bool {
+        self.touched
+            .lock()
+            .expect("lock")
+            .contains(&(zone.to_string(), ip.to_string()))
+    }
+
+    /// Records that this process is about to write `ip`; `false` if it already did (two
+    /// resources for one IP in one configuration).
+    pub fn claim(&self, zone: &str, ip: &str) -> bool {
+        self.touched
+            .lock()
+            .expect("lock")
+            .insert((zone.to_string(), ip.to_string()))
+    }
+
+    /// Creates or replaces one mapping, batched with others arriving at the same time.
+    ///
+    /// # Errors
+    /// The item's own error, or the whole request's.
+    pub async fn put(&self, zone: &str, mapping: Mapping) -> ItemResult<Mapping> {
+        let (tx, rx) = oneshot::channel();
+        let leader = enqueue(&self.puts, zone, mapping, tx);
+        if leader {
+            gather(&self.puts, zone).await;
+            let waiting = self.puts.lock().expect("lock").remove(zone).unwrap_or_default();
+            self.send_puts(zone, waiting).await;
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())))
+    }
+
+    async fn send_puts(&self, zone: &str, mut waiting: Waiting<Mapping, Mapping>) {
+        while !waiting.is_empty() {
+            let chunk: Waiting<Mapping, Mapping> = waiting.drain(..waiting.len().min(BATCH_LIMIT)).collect();
+            if chunk.len() == 1 {
+                // A single write uses the single upsert, which returns modified_on.
+                let (mapping, tx) = chunk.into_iter().next().expect("one item");
+                let _ = tx.send(self.client.put(zone, &mapping).await);
+                continue;
+            }
+            let items: Vec<Mapping> = chunk.iter().map(|(m, _)| m.clone()).collect();
+            match self.client.batch_put(zone, &items).await {
+                Ok(result) => {
+                    let failed: HashMap<String, String> = result
+                        .failed
+                        .into_iter()
+                        .map(|f| (f.origin_ip, f.error.unwrap_or_else(|| "refused".into())))
+                        .collect();
+                    let succeeded: HashSet<String> = result.succeeded.into_iter().map(|s| s.origin_ip).collect();
+                    for (mapping, tx) in chunk {
+                        let outcome = if let Some(error) = failed.get(&mapping.origin_ip) {
+                            Err(item_error(error))
+                        } else if succeeded.contains(&mapping.origin_ip) {
+                            Ok(Mapping {
+                                modified_on: None,
+                                ..mapping
+                            })
+                        } else {
+                            Err(CloudflareError::Decode(format!(
+                                "the batch result does not mention {}",
+                                mapping.origin_ip
+                            )))
+                        };
+                        let _ = tx.send(outcome);
+                    }
+                }
+                Err(e) => {
+                    for (_, tx) in chunk {
+                        let _ = tx.send(Err(e.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes one mapping, batched with others arriving at the same time. A mapping that is
+    /// already gone is success.
+    ///
+    /// # Errors
+    /// The item's own error, or the whole request's.
+    pub async fn delete(&self, zone: &str, ip: String) -> ItemResult<()> {
+        let (tx, rx) = oneshot::channel();
+        let leader = enqueue(&self.deletes, zone, ip, tx);
+        if leader {
+            gather(&self.deletes, zone).await;
+            let mut waiting = self.deletes.lock().expect("lock").remove(zone).unwrap_or_default();
+            while !waiting.is_empty() {
+                let chunk: Waiting<String, ()> = waiting.drain(..waiting.len().min(BATCH_LIMIT)).collect();
+                let ips: Vec<String> = chunk.iter().map(|(ip, _)| ip.clone()).collect();
+                match self.client.batch_delete(zone, &ips).await {
+                    Ok(result) => {
+                        let failed: HashMap<String, String> = result
+                            .failed
+                            .into_iter()
+                            .map(|f| (f.origin_ip, f.error.unwrap_or_default()))
+                            .collect();
+                        for (ip, tx) in chunk {
+                            let outcome = match failed.get(&ip) {
+                                Some(error) if !is_not_found(error) => Err(item_error(error)),
+                                _ => Ok(()),
+                            };
+                            let _ = tx.send(outcome);
+                        }
+                    }
+                    Err(e) => {
+                        for (_, tx) in chunk {
+                            let _ = tx.send(Err(e.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())))
+    }
+}
+
+/// Waits [`BATCH_WINDOW`], then keeps waiting in short steps while items are still arriving
+/// (Terraform starts the next apply as each one finishes), up to [`BATCH_WINDOW_MAX`] or a full
+/// batch.
+async fn gather<T, R>(queues: &Mutex<HashMap<String, Waiting<T, R>>>, zone: &str) {
+    let len = || queues.lock().expect("lock").get(zone).map_or(0, Vec::len);
+    let started = tokio::time::Instant::now();
+    tokio::time::sleep(BATCH_WINDOW).await;
+    let mut seen = len();
+    while seen < BATCH_LIMIT && started.elapsed() < BATCH_WINDOW_MAX {
+        tokio::time::sleep(BATCH_WINDOW / 2).await;
+        let now = len();
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
+}
+
+fn enqueue<T, R>(
+    queues: &Mutex<HashMap<String, Waiting<T, R>>>,
+    zone: &str,
+    item: T,
+    tx: oneshot::Sender<ItemResult<R>>,
+) -> bool {
+    let mut queues = queues.lock().expect("lock");
+    let queue = queues.entry(zone.to_string()).or_default();
+    queue.push((item, tx));
+    queue.len() == 1
+}
+
+/// A failed batch item's error text as an error value (the API gives text only; a leading
+/// `NNNN:` code is kept as the code).
+fn item_error(text: &str) -> CloudflareError {
+    let code = text
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0);
+    CloudflareError::Api {
+        status: 200,
+        code,
+        message: text.to_string(),
+    }
+}
+
+/// Whether a failed delete item says the mapping does not exist (deleting it is then success).
+fn is_not_found(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("not found")
+        || t.contains("no mapping")
+        || t.contains("does not exist")
+        || t.starts_with("1142")
+        || t.starts_with("1163")
+}
