@@ -50,8 +50,11 @@ pub struct FakeCloudflare {
     pub state: Arc<Mutex<Inner>>,
 }
 
+/// A region and its upper-tier colos.
+type Region = (&'static str, Vec<&'static str>);
+
 /// vendor → [(region, upper-tier colos)]
-fn supported() -> Vec<(&'static str, Vec<(&'static str, Vec<&'static str>)>)> {
+fn supported() -> Vec<(&'static str, Vec<Region>)> {
     vec![
         (
             "aws",
