@@ -57,9 +57,8 @@ async fn lifecycle_with_canonical_comparison() {
         assert_eq!(m["192.0.2.10"], ("aws".into(), "us-east-1".into()));
         // Non-canonical IPv6 and upper-case vendor: no diff after apply, none after refresh.
         tf.assert_no_changes();
-        assert_eq!(
+        assert!(
             tf.ok(&["state", "show", "locality_region_hint.v6"]).contains("\"NRT\""),
-            true,
             "upper_tier_colos from supported_regions"
         );
         let show = tf.ok(&["state", "show", "locality_region_hint.v6"]);
