@@ -6,4 +6,5 @@
 
 pub mod generator;
 pub mod provider;
+pub mod ranges;
 pub mod tfplugin;

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use locality::generator::command::{run, GenArgs};
 use locality::generator::Format;
+use locality::ranges::command;
+use std::io::Write as _;
 
 #[derive(Parser)]
 #[command(name = "locality", version, about = "Locality-aware routing tools")]
@@ -31,6 +33,47 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Hcl)]
         format: OutputFormat,
     },
+    /// Which cloud region is this IP in? (from the built-in snapshot of the clouds' ranges)
+    Lookup {
+        /// IPv4 or IPv6 addresses.
+        #[arg(required = true)]
+        ips: Vec<String>,
+        /// One JSON object per address.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Manage the built-in IP-range snapshot.
+    Ranges {
+        #[command(subcommand)]
+        command: RangesCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum RangesCommand {
+    /// Rebuild the IP-range snapshot from the clouds' official files (paths or https URLs).
+    Update {
+        /// AWS ip-ranges.json.
+        #[arg(long, default_value = locality::ranges::command::AWS_URL)]
+        aws: String,
+        /// Google Cloud cloud.json.
+        #[arg(long, default_value = locality::ranges::command::GCP_URL)]
+        gcp: String,
+        /// Azure ServiceTags_Public_YYYYMMDD.json (or the download page that links it).
+        #[arg(long, default_value = locality::ranges::command::AZURE_PAGE)]
+        azure: String,
+        /// Oracle public_ip_ranges.json.
+        #[arg(long, default_value = locality::ranges::command::OCI_URL)]
+        oci: String,
+        /// The snapshot's date (default: the newest date in the files).
+        #[arg(long)]
+        date: Option<String>,
+        /// Where to write the snapshot.
+        #[arg(short = 'o', long = "output", default_value = "src/ranges/snapshot.bin")]
+        output: PathBuf,
+    },
+    /// Show the built-in snapshot's date, size and contents.
+    Info,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -60,6 +103,36 @@ fn main() -> ExitCode {
                 },
             };
             ExitCode::from(run(&args, &mut std::io::stdout(), &mut std::io::stderr()))
+        }
+        Command::Lookup { ips, json } => ExitCode::from(command::lookup(
+            &ips,
+            json,
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
+        Command::Ranges {
+            command: RangesCommand::Info,
+        } => ExitCode::from(command::info(&mut std::io::stdout())),
+        Command::Ranges {
+            command:
+                RangesCommand::Update {
+                    aws,
+                    gcp,
+                    azure,
+                    oci,
+                    date,
+                    output,
+                },
+        } => {
+            let sources = command::Sources { aws, gcp, azure, oci };
+            let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+            match runtime.block_on(command::update(&sources, date, &output, &mut std::io::stdout())) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "error: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
     }
 }

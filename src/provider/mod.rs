@@ -2,8 +2,10 @@
 //!
 //! Built on the protocol layer (`crate::tfplugin`); knows nothing of gRPC.
 
+pub mod aws;
 pub mod cloudflare;
 pub mod config;
+pub mod data_sources;
 pub mod docs;
 pub mod google;
 pub mod http;
@@ -27,6 +29,7 @@ pub struct ProviderData {
     pub config: ProviderConfig,
     http: OnceLock<reqwest::Client>,
     zones: OnceLock<Arc<cloudflare::Zones>>,
+    aws: tokio::sync::OnceCell<aws::Aws>,
 }
 
 impl ProviderData {
@@ -36,6 +39,7 @@ impl ProviderData {
             config,
             http: OnceLock::new(),
             zones: OnceLock::new(),
+            aws: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -63,6 +67,14 @@ impl ProviderData {
             .zones
             .get_or_init(|| Arc::new(cloudflare::Zones::new(client)))
             .clone())
+    }
+
+    /// The AWS clients (configuration loaded once per process, on first use).
+    pub async fn aws(&self) -> &aws::Aws {
+        let c = &self.config.aws;
+        self.aws
+            .get_or_init(|| aws::Aws::load(c.region.as_deref(), c.endpoint_url.as_deref()))
+            .await
     }
 
     /// The Compute Engine client.
@@ -116,6 +128,9 @@ impl Provider for LocalityProvider {
     }
 
     fn data_sources(&self) -> Vec<Arc<dyn DataSource<ProviderData>>> {
-        Vec::new()
+        vec![
+            Arc::new(data_sources::cloud_region::CloudRegion),
+            Arc::new(data_sources::anycast_check::AnycastCheck),
+        ]
     }
 }

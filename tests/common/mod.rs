@@ -195,3 +195,4 @@ pub const PREAMBLE: &str = r#"terraform {
 pub mod fake_cloudflare;
 pub mod fake_compute;
 pub mod google;
+pub mod moto;

@@ -9,11 +9,12 @@ pub fn schema() -> Schema {
         block: Block::new(
             "The per-availability-zone read-endpoint map that applications load at start-up, so that each \
              client reads from the cache replica in its own AZ instead of crossing zones through the reader \
-             endpoint. The topology comes from `member` blocks; the map is published as a small, deterministic \
-             JSON document to a `file`.\n\n\
-             Refresh is the point of this resource: `terraform plan` re-reads the published document, so an \
-             out-of-band edit, or a topology change in configuration, shows up as a plan diff naming the AZ \
-             whose endpoint changes, instead of a silent loss of same-AZ reads.",
+             endpoint. The topology is discovered from an ElastiCache replication group (`replication_group_id`) \
+             or given as `member` blocks; the map is published as a small, deterministic JSON document to a \
+             Secrets Manager secret, an SSM parameter or a file.\n\n\
+             Refresh is the point of this resource: `terraform plan` re-discovers the topology and re-reads the \
+             published document, so a replaced replica, a member in a new AZ or an out-of-band edit shows up as a \
+             plan diff naming the AZ whose endpoint changes, instead of a silent loss of same-AZ reads.",
         )
         .attribute(
             Attribute::string("id")
@@ -21,9 +22,14 @@ pub fn schema() -> Schema {
                 .use_state_for_unknown()
                 .description("The publish target as `<kind>:<name>`, e.g. `file:/etc/locality/replicas.json`."),
         )
+        .attribute(Attribute::string("replication_group_id").optional().description(
+            "The ElastiCache replication group (cluster mode disabled) to discover the topology from: every member's \
+             read endpoint, AZ and role (DescribeReplicationGroups, at every plan). Exactly one of this and `member` blocks.",
+        ))
         .attribute(Attribute::string("fallback_endpoint").optional().computed().description(
-            "`host:port` that clients use when their AZ has no entry (normally the reader endpoint). \
-             Required with `member` blocks.",
+            "`host:port` that clients use when their AZ has no entry. Required with `member` blocks. With \
+             `replication_group_id` it defaults to the group's reader endpoint; when the API returns none (some \
+             emulators), to the primary endpoint, with a warning.",
         ))
         .attribute(Attribute::typed("zones", Type::set(Type::String)).optional().description(
             "The client AZs to publish an entry for. Default: every AZ that has a member. An AZ listed here \
@@ -47,12 +53,13 @@ pub fn schema() -> Schema {
              Keys are sorted and there is no timestamp, so the same topology always gives the same bytes.",
         ))
         .attribute(Attribute::string("version").computed().description(
-            "The published version: for a `file`, the SHA-256 (hex) of its content.",
+            "The published version: the secret's VersionId, the parameter's version number, or for a `file` the \
+             SHA-256 (hex) of its content.",
         ))
         .block(NestedBlock::new(
             "member",
             Nesting::List,
-            Block::new("One node of the replication group.")
+            Block::new("One node of the replication group (instead of `replication_group_id`).")
                 .attribute(Attribute::string("endpoint").required().description(
                     "The node's read endpoint as `host:port` (IPv6 hosts in brackets: `[2001:db8::1]:6379`).",
                 ))
@@ -69,13 +76,47 @@ pub fn schema() -> Schema {
                 Nesting::List,
                 Block::new(
                     "Publish to a local file that the resource owns (created, rewritten, and removed on destroy). \
-                     Exactly one publish target is required.",
+                     Exactly one publish target (`secretsmanager`, `ssm_parameter` or `file`) is required.",
                 )
                 .attribute(
                     Attribute::string("path")
                         .required()
                         .requires_replace()
                         .description("Path of the file; relative paths are resolved against the directory Terraform runs in. Changing it replaces the resource."),
+                ),
+            )
+            .items(0, 1),
+        )
+        .block(
+            NestedBlock::new(
+                "secretsmanager",
+                Nesting::List,
+                Block::new(
+                    "Publish as a new version of an existing Secrets Manager secret. The secret's lifecycle stays with \
+                     whoever created it: destroy leaves it (and its last value) in place.",
+                )
+                .attribute(
+                    Attribute::string("secret_id")
+                        .required()
+                        .requires_replace()
+                        .description("The secret's name or ARN. Changing it replaces the resource."),
+                ),
+            )
+            .items(0, 1),
+        )
+        .block(
+            NestedBlock::new(
+                "ssm_parameter",
+                Nesting::List,
+                Block::new(
+                    "Publish to an SSM String parameter that the resource owns: created (an existing parameter is \
+                     refused: import it), overwritten on change, deleted on destroy.",
+                )
+                .attribute(
+                    Attribute::string("name")
+                        .required()
+                        .requires_replace()
+                        .description("The parameter name, e.g. `/prod/cache/replica-map`. Changing it replaces the resource."),
                 ),
             )
             .items(0, 1),

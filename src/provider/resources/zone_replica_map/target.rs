@@ -1,68 +1,131 @@
 //! Publish targets: where the document goes and how it is read back for drift detection.
-//! Only the `file` target exists in this version.
+//!
+//! - `file`: a local file the resource owns (version = SHA-256 of the content);
+//! - `secretsmanager`: a new version of an existing secret (version = VersionId); the secret's
+//!   lifecycle stays with whoever created it;
+//! - `ssm_parameter`: a String parameter the resource owns (version = parameter version).
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+
+use crate::provider::aws::AwsError;
+use crate::provider::ProviderData;
 
 /// A place the document is published to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// A local file owned by the resource.
     File(PathBuf),
+    /// An existing Secrets Manager secret (name or ARN).
+    SecretsManager(String),
+    /// An SSM parameter owned by the resource.
+    Ssm(String),
 }
 
 /// Publish-target kinds that an import ID may name.
 pub const KNOWN_KINDS: [&str; 3] = ["file", "secretsmanager", "ssm"];
+
+/// Why a write failed.
+pub enum WriteError {
+    /// The target already exists and this resource did not create it (import it instead).
+    AlreadyExists(String),
+    /// The target a write needs does not exist (a secret must be created first).
+    Missing(String),
+    /// Anything else.
+    Other(String),
+}
 
 impl Target {
     /// The resource ID: `<kind>:<name>`.
     pub fn id(&self) -> String {
         match self {
             Target::File(path) => format!("file:{}", path.display()),
+            Target::SecretsManager(id) => format!("secretsmanager:{id}"),
+            Target::Ssm(name) => format!("ssm:{name}"),
         }
     }
 
-    /// Reads the published bytes; `Ok(None)` when nothing is published.
+    /// Whether the version can be computed from the document at plan time.
+    pub fn version_is_content_hash(&self) -> bool {
+        matches!(self, Target::File(_))
+    }
+
+    /// Reads the published document and its version; `Ok(None)` when nothing is published.
     ///
     /// # Errors
-    /// A message naming the target and the I/O error.
-    pub async fn read(&self) -> Result<Option<Vec<u8>>, String> {
+    /// A message naming the target and the error.
+    pub async fn read(&self, data: &ProviderData) -> Result<Option<(String, String)>, String> {
         match self {
             Target::File(path) => match tokio::fs::read(path).await {
-                Ok(bytes) => Ok(Some(bytes)),
+                Ok(bytes) => Ok(Some((
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    super::model::sha256_hex(&bytes),
+                ))),
                 Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(format!("cannot read {}: {e}", path.display())),
             },
+            Target::SecretsManager(id) => data
+                .aws()
+                .await
+                .read_secret(id)
+                .await
+                .map_err(|e| format!("secret {id:?}: {e}")),
+            Target::Ssm(name) => data
+                .aws()
+                .await
+                .read_parameter(name)
+                .await
+                .map_err(|e| format!("SSM parameter {name:?}: {e}")),
         }
     }
 
-    /// Publishes `bytes`, returning the new version (the file's SHA-256). The file is replaced
-    /// atomically (written beside it, then renamed), so readers never see half a document.
+    /// Publishes the document and returns the new version. `creating` refuses to take over an
+    /// SSM parameter that already exists.
     ///
     /// # Errors
-    /// A message naming the target and the I/O error.
-    pub async fn write(&self, bytes: &[u8]) -> Result<String, String> {
+    /// [`WriteError`].
+    pub async fn write(&self, data: &ProviderData, document: &str, creating: bool) -> Result<String, WriteError> {
         match self {
             Target::File(path) => {
-                write_atomically(path, bytes)
+                write_atomically(path, document.as_bytes())
                     .await
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                Ok(super::model::sha256_hex(bytes))
+                    .map_err(|e| WriteError::Other(format!("cannot write {}: {e}", path.display())))?;
+                Ok(super::model::sha256_hex(document.as_bytes()))
             }
+            Target::SecretsManager(id) => data.aws().await.write_secret(id, document).await.map_err(|e| match e {
+                AwsError::NotFound(what) => WriteError::Missing(format!(
+                    "{what} does not exist: create the secret first (this resource writes new versions of it)"
+                )),
+                other => WriteError::Other(format!("secret {id:?}: {other}")),
+            }),
+            Target::Ssm(name) => data
+                .aws()
+                .await
+                .write_parameter(name, document, !creating)
+                .await
+                .map_err(|e| match e {
+                    AwsError::AlreadyExists(what) => WriteError::AlreadyExists(what),
+                    other => WriteError::Other(format!("SSM parameter {name:?}: {other}")),
+                }),
         }
     }
 
-    /// Removes the published document; one that is already gone is success.
+    /// Removes what the resource owns. Returns a note for the user when something is left in
+    /// place on purpose (a secret belongs to whoever created it).
     ///
     /// # Errors
-    /// A message naming the target and the I/O error.
-    pub async fn delete(&self) -> Result<(), String> {
+    /// A message naming the target and the error.
+    pub async fn delete(&self, data: &ProviderData) -> Result<Option<String>, String> {
         match self {
             Target::File(path) => match tokio::fs::remove_file(path).await {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+                Ok(()) => Ok(None),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
             },
+            Target::SecretsManager(id) => Ok(Some(format!(
+                "Secret {id:?} keeps its last published replica map: its lifecycle belongs to whoever created it. Delete or rotate it there."
+            ))),
+            Target::Ssm(name) => data.aws().await.delete_parameter(name).await.map(|()| None).map_err(|e| format!("SSM parameter {name:?}: {e}")),
         }
     }
 }

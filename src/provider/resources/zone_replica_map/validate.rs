@@ -13,12 +13,33 @@ use crate::tfplugin::{AttributePath, Diagnostics, Value};
 /// Checks one configuration.
 pub fn validate(config: &Value, diags: &mut Diagnostics) {
     let members = config.get("member");
-    if !members.is_unknown() && members.elements().is_empty() {
+    let group = config.get("replication_group_id");
+    if !group.is_null() && !members.elements().is_empty() {
+        diags.attribute_error(
+            AttributePath::root("replication_group_id"),
+            "Two topology sources",
+            "Use either `replication_group_id` (discovered from ElastiCache) or `member` blocks, not both.",
+        );
+    } else if group.is_null() && !members.is_unknown() && members.elements().is_empty() {
         diags.attribute_error(
             AttributePath::root("member"),
             "Missing topology",
-            "At least one `member { endpoint, zone, role }` block is required: it is the topology the map is built from.",
+            "Set `replication_group_id` to discover the topology from ElastiCache, or give `member { endpoint, zone, role }` blocks.",
         );
+    }
+    if let Some(id) = group.as_str() {
+        let ok = (1..=40).contains(&id.len())
+            && id.as_bytes()[0].is_ascii_alphabetic()
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !id.ends_with('-')
+            && !id.contains("--");
+        if !ok {
+            diags.attribute_error(
+                AttributePath::root("replication_group_id"),
+                "Invalid replication group ID",
+                format!("{id:?} is not a replication group ID: 1-40 letters, digits and hyphens, starting with a letter, no two consecutive hyphens, not ending with a hyphen."),
+            );
+        }
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut primary: Option<usize> = None;
@@ -83,12 +104,50 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
         }
     }
     let files = config.get("file");
-    if !files.is_unknown() && files.elements().is_empty() {
+    let targets: Vec<&str> = ["secretsmanager", "ssm_parameter", "file"]
+        .into_iter()
+        .filter(|t| !config.get(t).elements().is_empty() || config.get(t).is_unknown())
+        .collect();
+    if targets.is_empty() {
         diags.attribute_error(
             AttributePath::root("file"),
             "Missing publish target",
-            "Exactly one publish target block is required: `file { path = \"...\" }`.",
+            "Exactly one publish target block is required: `secretsmanager { secret_id = \"...\" }`, `ssm_parameter { name = \"...\" }` or `file { path = \"...\" }`.",
         );
+    } else if targets.len() > 1 {
+        diags.attribute_error(
+            AttributePath::root(targets[1]),
+            "More than one publish target",
+            format!(
+                "Exactly one publish target block is allowed; this resource has {}.",
+                targets.join(" and ")
+            ),
+        );
+    }
+    for (i, p) in config.get("ssm_parameter").elements().iter().enumerate() {
+        if let Some(name) = p.get("name").as_str() {
+            let ok = !name.is_empty()
+                && name.len() <= 2048
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-/".contains(&b))
+                && !name.trim_start_matches('/').to_ascii_lowercase().starts_with("aws")
+                && !name.trim_start_matches('/').to_ascii_lowercase().starts_with("ssm");
+            if !ok {
+                diags.attribute_error(
+                    AttributePath::root("ssm_parameter").index(i).attr("name"),
+                    "Invalid parameter name",
+                    format!("{name:?} is not an SSM parameter name: letters, digits and _ . - /, at most 2048 characters, not starting with \"aws\" or \"ssm\"; e.g. \"/prod/cache/replica-map\"."),
+                );
+            }
+        }
+    }
+    for (i, s) in config.get("secretsmanager").elements().iter().enumerate() {
+        if s.get("secret_id").as_str().is_some_and(|id| id.trim().is_empty()) {
+            diags.attribute_error(
+                AttributePath::root("secretsmanager").index(i).attr("secret_id"),
+                "Invalid secret ID",
+                "Give the secret's name or ARN.",
+            );
+        }
     }
     for (i, file) in files.elements().iter().enumerate() {
         if let Some(path) = file.get("path").as_str() {

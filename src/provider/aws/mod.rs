@@ -1,0 +1,226 @@
+//! AWS access for `locality_zone_replica_map`: ElastiCache topology discovery, Secrets Manager
+//! and SSM Parameter Store (official SDK crates, lean features). Region and endpoint come from
+//! the provider's `aws` block, else the standard AWS chain; credentials come from the chain
+//! and are never logged. Knows nothing about Terraform.
+
+use aws_sdk_elasticache::error::DisplayErrorContext;
+
+/// One node of a replication group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// `host:port` of its read endpoint.
+    pub endpoint: String,
+    /// Its AZ.
+    pub zone: String,
+    /// `primary` or `replica`.
+    pub role: String,
+}
+
+/// A discovered topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// The nodes.
+    pub nodes: Vec<Node>,
+    /// The reader endpoint, when the API returns one.
+    pub reader_endpoint: Option<String>,
+    /// The primary endpoint (used as the fallback when there is no reader endpoint).
+    pub primary_endpoint: Option<String>,
+}
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum AwsError {
+    /// The replication group, secret or parameter does not exist.
+    #[error("{0} not found")]
+    NotFound(String),
+    /// The parameter already exists (create refuses to take it over).
+    #[error("{0} already exists")]
+    AlreadyExists(String),
+    /// Cluster mode enabled: several shards, no single per-AZ map.
+    #[error("replication group {0} has cluster mode enabled")]
+    ClusterMode(String),
+    /// Anything else the SDK reports (access denied, throttling, ...), with its full context.
+    #[error("{0}")]
+    Sdk(String),
+}
+
+fn sdk(e: impl std::error::Error) -> AwsError {
+    AwsError::Sdk(DisplayErrorContext(e).to_string())
+}
+
+/// The SDK clients of one provider process.
+#[derive(Clone)]
+pub struct Aws {
+    elasticache: aws_sdk_elasticache::Client,
+    secrets: aws_sdk_secretsmanager::Client,
+    ssm: aws_sdk_ssm::Client,
+}
+
+impl Aws {
+    /// Loads the shared AWS configuration once: `region` and `endpoint_url` override the chain.
+    pub async fn load(region: Option<&str>, endpoint_url: Option<&str>) -> Aws {
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(r) = region {
+            loader = loader.region(aws_config::Region::new(r.to_string()));
+        }
+        if let Some(url) = endpoint_url {
+            loader = loader.endpoint_url(url);
+        }
+        let config = loader.load().await;
+        Aws {
+            elasticache: aws_sdk_elasticache::Client::new(&config),
+            secrets: aws_sdk_secretsmanager::Client::new(&config),
+            ssm: aws_sdk_ssm::Client::new(&config),
+        }
+    }
+
+    /// DescribeReplicationGroups: members, AZs, roles and read endpoints (cluster mode disabled).
+    ///
+    /// # Errors
+    /// [`AwsError::NotFound`], [`AwsError::ClusterMode`], or the SDK's error.
+    pub async fn discover(&self, group: &str) -> Result<Discovered, AwsError> {
+        let output = self
+            .elasticache
+            .describe_replication_groups()
+            .replication_group_id(group)
+            .send()
+            .await
+            .map_err(|e| {
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_replication_group_not_found_fault())
+                {
+                    AwsError::NotFound(format!("replication group {group:?}"))
+                } else {
+                    sdk(e)
+                }
+            })?;
+        let rg = output
+            .replication_groups()
+            .first()
+            .ok_or_else(|| AwsError::NotFound(format!("replication group {group:?}")))?;
+        let cluster_mode = rg.cluster_enabled() == Some(true) || rg.node_groups().len() > 1;
+        if cluster_mode {
+            return Err(AwsError::ClusterMode(group.to_string()));
+        }
+        let endpoint = |e: Option<&aws_sdk_elasticache::types::Endpoint>| {
+            e.and_then(|e| Some(format!("{}:{}", e.address()?, e.port().unwrap_or(6379))))
+        };
+        let mut nodes = Vec::new();
+        let (mut reader, mut primary) = (None, None);
+        for ng in rg.node_groups() {
+            reader = reader.or_else(|| endpoint(ng.reader_endpoint()));
+            primary = primary.or_else(|| endpoint(ng.primary_endpoint()));
+            for m in ng.node_group_members() {
+                if let (Some(ep), Some(zone)) = (endpoint(m.read_endpoint()), m.preferred_availability_zone()) {
+                    nodes.push(Node {
+                        endpoint: ep,
+                        zone: zone.to_string(),
+                        role: m.current_role().unwrap_or("replica").to_string(),
+                    });
+                }
+            }
+        }
+        Ok(Discovered {
+            nodes,
+            reader_endpoint: reader,
+            primary_endpoint: primary,
+        })
+    }
+
+    /// GetSecretValue: the current string and its VersionId; `None` when the secret (or its
+    /// value) does not exist.
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn read_secret(&self, secret: &str) -> Result<Option<(String, String)>, AwsError> {
+        match self.secrets.get_secret_value().secret_id(secret).send().await {
+            Ok(out) => Ok(Some((
+                out.secret_string().unwrap_or_default().to_string(),
+                out.version_id().unwrap_or_default().to_string(),
+            ))),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(sdk(e)),
+        }
+    }
+
+    /// PutSecretValue: a new version of an existing secret; returns its VersionId.
+    ///
+    /// # Errors
+    /// [`AwsError::NotFound`] when the secret does not exist; the SDK's error otherwise.
+    pub async fn write_secret(&self, secret: &str, value: &str) -> Result<String, AwsError> {
+        match self
+            .secrets
+            .put_secret_value()
+            .secret_id(secret)
+            .secret_string(value)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(out.version_id().unwrap_or_default().to_string()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
+                Err(AwsError::NotFound(format!("secret {secret:?}")))
+            }
+            Err(e) => Err(sdk(e)),
+        }
+    }
+
+    /// GetParameter: value and version; `None` when it does not exist.
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn read_parameter(&self, name: &str) -> Result<Option<(String, String)>, AwsError> {
+        match self.ssm.get_parameter().name(name).send().await {
+            Ok(out) => {
+                let p = out.parameter();
+                Ok(Some((
+                    p.and_then(|p| p.value()).unwrap_or_default().to_string(),
+                    p.map_or(0, |p| p.version()).to_string(),
+                )))
+            }
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_not_found()) => Ok(None),
+            Err(e) => Err(sdk(e)),
+        }
+    }
+
+    /// PutParameter (String). `overwrite = false` refuses an existing parameter.
+    ///
+    /// # Errors
+    /// [`AwsError::AlreadyExists`], or the SDK's error.
+    pub async fn write_parameter(&self, name: &str, value: &str, overwrite: bool) -> Result<String, AwsError> {
+        let put = self
+            .ssm
+            .put_parameter()
+            .name(name)
+            .value(value)
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .overwrite(overwrite)
+            .description("Per-AZ replica endpoint map, managed by Terraform (locality_zone_replica_map)");
+        match put.send().await {
+            Ok(out) => Ok(out.version().to_string()),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_already_exists()) => {
+                Err(AwsError::AlreadyExists(format!("SSM parameter {name:?}")))
+            }
+            Err(e) => Err(sdk(e)),
+        }
+    }
+
+    /// DeleteParameter; one that is already gone is success.
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn delete_parameter(&self, name: &str) -> Result<(), AwsError> {
+        match self.ssm.delete_parameter().name(name).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_not_found()) => Ok(()),
+            Err(e) => Err(sdk(e)),
+        }
+    }
+}

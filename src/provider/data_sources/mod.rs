@@ -1,0 +1,4 @@
+//! The provider's data sources, one folder each.
+
+pub mod anycast_check;
+pub mod cloud_region;

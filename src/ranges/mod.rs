@@ -1,0 +1,340 @@
+//! Which cloud region is an IP in: the clouds' published IP ranges, a compact snapshot of them
+//! built into the binaries (with its date), and longest-prefix lookup. Used by the
+//! `locality_cloud_region` data source and by `locality lookup`; `locality ranges update`
+//! rebuilds the snapshot from the official files (`sources.rs`).
+
+pub mod command;
+pub mod sources;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::OnceLock;
+
+use ipnet::IpNet;
+
+/// The clouds, spelled as Cloudflare's hints spell them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Vendor {
+    /// Amazon Web Services.
+    Aws,
+    /// Microsoft Azure.
+    Azure,
+    /// Google Cloud.
+    Gcp,
+    /// Oracle Cloud Infrastructure.
+    Oci,
+}
+
+impl Vendor {
+    /// `aws`, `azure`, `gcp` or `oci`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vendor::Aws => "aws",
+            Vendor::Azure => "azure",
+            Vendor::Gcp => "gcp",
+            Vendor::Oci => "oci",
+        }
+    }
+    fn from_u8(v: u8) -> Option<Vendor> {
+        [Vendor::Aws, Vendor::Azure, Vendor::Gcp, Vendor::Oci]
+            .get(usize::from(v))
+            .copied()
+    }
+    fn to_u8(self) -> u8 {
+        self as u8
+    }
+}
+
+/// One published range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Range {
+    /// The prefix.
+    pub net: IpNet,
+    /// The cloud.
+    pub vendor: Vendor,
+    /// The region, when the range belongs to one (None for global ranges).
+    pub region: Option<String>,
+    /// The service the cloud lists it under (`EC2`, `Google Cloud`, `AzureCloud`, `OCI`, ...).
+    pub service: String,
+}
+
+impl Range {
+    /// The Cloudflare hint, e.g. `aws:ap-northeast-1` (None without a region).
+    pub fn hint(&self) -> Option<String> {
+        self.region.as_ref().map(|r| format!("{}:{r}", self.vendor.as_str()))
+    }
+}
+
+/// A set of ranges with longest-prefix lookup.
+pub struct Table {
+    /// The snapshot's date (YYYY-MM-DD).
+    pub date: String,
+    ranges: Vec<Range>,
+    /// prefix length → network → index, per family; lengths longest first.
+    v4: Vec<(u8, HashMap<u32, usize>)>,
+    v6: Vec<(u8, HashMap<u128, usize>)>,
+}
+
+/// Generic services that a more specific row for the same prefix should win over.
+fn generic(service: &str) -> bool {
+    matches!(service, "AMAZON" | "AzureCloud")
+}
+
+impl Table {
+    /// Builds a table: duplicate (prefix, vendor, region) rows are merged, keeping the most
+    /// specific service name; the order is made canonical so that snapshots are reproducible.
+    pub fn new(date: &str, mut ranges: Vec<Range>) -> Table {
+        ranges.sort_by(|a, b| {
+            (
+                a.net.network(),
+                a.net.prefix_len(),
+                a.vendor,
+                &a.region,
+                generic(&a.service),
+                &a.service,
+            )
+                .cmp(&(
+                    b.net.network(),
+                    b.net.prefix_len(),
+                    b.vendor,
+                    &b.region,
+                    generic(&b.service),
+                    &b.service,
+                ))
+        });
+        ranges.dedup_by(|later, first| {
+            later.net == first.net && later.vendor == first.vendor && later.region == first.region
+        });
+        let mut v4: BTreeMap<u8, HashMap<u32, usize>> = BTreeMap::new();
+        let mut v6: BTreeMap<u8, HashMap<u128, usize>> = BTreeMap::new();
+        for (i, r) in ranges.iter().enumerate() {
+            match r.net {
+                // The first row for a prefix wins (vendors and regions in a fixed order).
+                IpNet::V4(n) => {
+                    v4.entry(n.prefix_len())
+                        .or_default()
+                        .entry(u32::from(n.network()))
+                        .or_insert(i);
+                }
+                IpNet::V6(n) => {
+                    v6.entry(n.prefix_len())
+                        .or_default()
+                        .entry(u128::from(n.network()))
+                        .or_insert(i);
+                }
+            }
+        }
+        Table {
+            date: date.to_string(),
+            ranges,
+            v4: v4.into_iter().rev().collect(),
+            v6: v6.into_iter().rev().collect(),
+        }
+    }
+
+    /// Every range (after merging).
+    pub fn ranges(&self) -> &[Range] {
+        &self.ranges
+    }
+
+    /// The longest published prefix that holds `ip`.
+    pub fn lookup(&self, ip: IpAddr) -> Option<&Range> {
+        match ip {
+            IpAddr::V4(a) => {
+                let bits = u32::from(a);
+                self.v4.iter().find_map(|(len, map)| {
+                    let mask = if *len == 0 { 0 } else { u32::MAX << (32 - len) };
+                    map.get(&(bits & mask))
+                })
+            }
+            IpAddr::V6(a) => {
+                // An IPv4-mapped address is looked up as IPv4.
+                if let Some(v4) = a.to_ipv4_mapped() {
+                    return self.lookup(IpAddr::V4(v4));
+                }
+                let bits = u128::from(a);
+                self.v6.iter().find_map(|(len, map)| {
+                    let mask = if *len == 0 { 0 } else { u128::MAX << (128 - len) };
+                    map.get(&(bits & mask))
+                })
+            }
+        }
+        .map(|i| &self.ranges[*i])
+    }
+
+    /// The snapshot encoding (see [`Table::decode`]).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut strings: Vec<&str> = Vec::new();
+        let mut index: HashMap<&str, u16> = HashMap::new();
+        let mut out = Vec::new();
+        out.extend_from_slice(b"LCRS\x01");
+        put_str(&mut out, &self.date);
+        for r in &self.ranges {
+            for s in r.region.iter().map(String::as_str).chain([r.service.as_str()]) {
+                if !index.contains_key(s) {
+                    index.insert(s, strings.len() as u16);
+                    strings.push(s);
+                }
+            }
+        }
+        out.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+        for s in &strings {
+            put_str(&mut out, s);
+        }
+        out.extend_from_slice(&(self.ranges.len() as u32).to_le_bytes());
+        for r in &self.ranges {
+            let region = r.region.as_deref().map_or(u16::MAX, |s| index[s]);
+            let service = index[r.service.as_str()];
+            match r.net {
+                IpNet::V4(n) => {
+                    out.push(4);
+                    out.extend_from_slice(&n.network().octets());
+                }
+                IpNet::V6(n) => {
+                    out.push(6);
+                    out.extend_from_slice(&n.network().octets());
+                }
+            }
+            out.push(r.net.prefix_len());
+            out.push(r.vendor.to_u8());
+            out.extend_from_slice(&region.to_le_bytes());
+            out.extend_from_slice(&service.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads a snapshot: `LCRS` 1, date, string table, then per range: family (4|6), network
+    /// bytes, prefix length, vendor, region index (0xFFFF = none), service index.
+    ///
+    /// # Errors
+    /// A message when the bytes are not a snapshot.
+    pub fn decode(bytes: &[u8]) -> Result<Table, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(5)? != b"LCRS\x01" {
+            return Err("not a locality range snapshot (version 1)".into());
+        }
+        let date = r.string()?;
+        let count = r.u32()? as usize;
+        let strings = (0..count).map(|_| r.string()).collect::<Result<Vec<_>, _>>()?;
+        let n = r.u32()? as usize;
+        let mut ranges = Vec::with_capacity(n);
+        for _ in 0..n {
+            let family = r.take(1)?[0];
+            let net = match family {
+                4 => {
+                    let o: [u8; 4] = r.take(4)?.try_into().map_err(|_| "truncated")?;
+                    let len = r.take(1)?[0];
+                    IpNet::new(IpAddr::from(o), len).map_err(|e| e.to_string())?
+                }
+                6 => {
+                    let o: [u8; 16] = r.take(16)?.try_into().map_err(|_| "truncated")?;
+                    let len = r.take(1)?[0];
+                    IpNet::new(IpAddr::from(o), len).map_err(|e| e.to_string())?
+                }
+                _ => return Err("bad address family".into()),
+            };
+            let vendor = Vendor::from_u8(r.take(1)?[0]).ok_or("bad vendor")?;
+            let region = r.u16()?;
+            let service = r.u16()?;
+            let text = |i: u16| {
+                strings
+                    .get(usize::from(i))
+                    .cloned()
+                    .ok_or_else(|| "bad string index".to_string())
+            };
+            ranges.push(Range {
+                net,
+                vendor,
+                region: if region == u16::MAX { None } else { Some(text(region)?) },
+                service: text(service)?,
+            });
+        }
+        Ok(Table::new(&date, ranges))
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        let slice = self.bytes.get(self.at..self.at + n).ok_or("truncated snapshot")?;
+        self.at += n;
+        Ok(slice)
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().map_err(|_| "truncated")?))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().map_err(|_| "truncated")?))
+    }
+    fn string(&mut self) -> Result<String, String> {
+        let len = usize::from(self.u16()?);
+        String::from_utf8(self.take(len)?.to_vec()).map_err(|e| e.to_string())
+    }
+}
+
+/// The snapshot built into the binaries.
+pub static SNAPSHOT: &[u8] = include_bytes!("snapshot.bin");
+
+/// The built-in table, decoded on first use (not at start-up: most provider processes never
+/// look an IP up).
+pub fn builtin() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| Table::decode(SNAPSHOT).expect("the built-in snapshot is valid"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(cidr: &str, vendor: Vendor, region: Option<&str>, service: &str) -> Range {
+        Range {
+            net: cidr.parse().unwrap(),
+            vendor,
+            region: region.map(String::from),
+            service: service.into(),
+        }
+    }
+
+    #[test]
+    fn longest_prefix_wins_and_snapshots_round_trip() {
+        let table = Table::new(
+            "2026-10-26",
+            vec![
+                range("3.0.0.0/9", Vendor::Aws, None, "AMAZON"),
+                range("3.112.0.0/14", Vendor::Aws, Some("ap-northeast-1"), "AMAZON"),
+                range("3.112.0.0/14", Vendor::Aws, Some("ap-northeast-1"), "EC2"),
+                range("2600:1f00::/24", Vendor::Aws, Some("us-east-1"), "EC2"),
+            ],
+        );
+        assert_eq!(table.ranges().len(), 3, "duplicate prefix rows merged");
+        let hit = table.lookup("3.112.10.20".parse().unwrap()).unwrap();
+        assert_eq!(
+            (hit.region.as_deref(), hit.service.as_str()),
+            (Some("ap-northeast-1"), "EC2")
+        );
+        assert_eq!(hit.hint().as_deref(), Some("aws:ap-northeast-1"));
+        let outer = table.lookup("3.1.2.3".parse().unwrap()).unwrap();
+        assert_eq!(outer.region, None);
+        assert_eq!(
+            table.lookup("2600:1f00::1".parse().unwrap()).unwrap().region.as_deref(),
+            Some("us-east-1")
+        );
+        assert!(table.lookup("192.0.2.1".parse().unwrap()).is_none());
+        assert_eq!(
+            table.lookup("::ffff:3.112.1.1".parse().unwrap()).unwrap().service,
+            "EC2"
+        );
+        let decoded = Table::decode(&table.encode()).unwrap();
+        assert_eq!(decoded.ranges(), table.ranges());
+        assert_eq!(decoded.date, "2026-10-26");
+    }
+}

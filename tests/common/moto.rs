@@ -1,0 +1,102 @@
+//! A moto server (the pinned AWS emulator `scripts/test` installs) on 127.0.0.1, one per test,
+//! plus SDK clients pointed at it with static test credentials.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Moto {
+    pub endpoint: String,
+    child: Child,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The environment every AWS-using process in the tests gets.
+pub const ENV: [(&str, &str); 4] = [
+    ("AWS_ACCESS_KEY_ID", "testing"),
+    ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ("AWS_REGION", "ap-northeast-1"),
+    ("AWS_EC2_METADATA_DISABLED", "true"),
+];
+
+impl Moto {
+    pub fn start() -> Moto {
+        let server = std::env::var("LOCALITY_MOTO_SERVER")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/target/moto-venv/bin/moto_server").to_string());
+        assert!(
+            std::path::Path::new(&server).exists(),
+            "moto_server not found at {server}: run scripts/test, which installs moto 5.2.5"
+        );
+        // Ports are handed out in order within this test binary (never the same one twice, even
+        // when tests start moto at the same moment) and checked free before use.
+        static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+        let base = 30000 + (std::process::id() % 500) as u16 * 40;
+        let port = loop {
+            let candidate = base + NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if TcpListener::bind(("127.0.0.1", candidate)).is_ok() {
+                break candidate;
+            }
+        };
+        let child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(30), "moto did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Moto { endpoint, child }
+    }
+
+    pub async fn config(&self) -> aws_config::SdkConfig {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("ap-northeast-1"))
+            .endpoint_url(&self.endpoint)
+            .credentials_provider(aws_sdk_ssm::config::Credentials::new(
+                "testing", "testing", None, None, "tests",
+            ))
+            .load()
+            .await
+    }
+
+    /// Creates a cluster-mode-disabled replication group with one replica per AZ given (moto
+    /// honours PreferredCacheClusterAZs with ReplicasPerNodeGroup).
+    pub async fn create_group(&self, id: &str, azs: &[&str]) {
+        let client = aws_sdk_elasticache::Client::new(&self.config().await);
+        let mut req = client
+            .create_replication_group()
+            .replication_group_id(id)
+            .replication_group_description("test")
+            .engine("valkey")
+            .cache_node_type("cache.t4g.micro")
+            .replicas_per_node_group(azs.len() as i32 - 1);
+        for az in azs {
+            req = req.preferred_cache_cluster_azs(*az);
+        }
+        req.send().await.unwrap();
+    }
+
+    /// Wipes every service (moto cannot change a group's topology in place).
+    pub fn reset(&self) {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(self.endpoint.trim_start_matches("http://")).unwrap();
+        s.write_all(b"POST /moto-api/reset HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        let mut response = String::new();
+        let _ = s.read_to_string(&mut response);
+        assert!(
+            response.starts_with("HTTP/1.") && response.contains(" 200 "),
+            "moto reset: {response}"
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! `locality_zone_replica_map` on AWS, against moto: topology discovered from ElastiCache,
+//! published to Secrets Manager or SSM; a topology change shows as a plan diff naming the AZs;
+//! out-of-band edits are drift; import and destroy for both targets; errors as diagnostics.
+
+mod common;
+
+use common::moto::{Moto, ENV};
+use common::{Terraform, PREAMBLE};
+
+const SECRET: &str = "prod/cache/replica-map";
+const PARAM: &str = "/prod/cache/replica-map";
+
+fn terraform(moto: &Moto) -> Terraform {
+    let mut tf = Terraform::dev_overrides();
+    for (k, v) in ENV {
+        tf.env(k, v);
+    }
+    tf.env("AWS_ENDPOINT_URL", &moto.endpoint);
+    tf
+}
+
+fn config(moto: &Moto, group: &str, target: &str) -> String {
+    format!(
+        "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\nresource \"locality_zone_replica_map\" \"cache\" {{\n  replication_group_id = \"{group}\"\n\n  {target}\n}}\n\noutput \"document\" {{\n  value = locality_zone_replica_map.cache.document\n}}\n",
+        moto.endpoint
+    )
+}
+
+fn secret_target() -> String {
+    format!("secretsmanager {{\n    secret_id = \"{SECRET}\"\n  }}")
+}
+
+fn ssm_target() -> String {
+    format!("ssm_parameter {{\n    name = \"{PARAM}\"\n  }}")
+}
+
+async fn secret_value(moto: &Moto) -> Option<String> {
+    let client = aws_sdk_secretsmanager::Client::new(&moto.config().await);
+    client
+        .get_secret_value()
+        .secret_id(SECRET)
+        .send()
+        .await
+        .ok()
+        .and_then(|o| o.secret_string().map(String::from))
+}
+
+async fn put_secret(moto: &Moto, value: &str, create: bool) {
+    let client = aws_sdk_secretsmanager::Client::new(&moto.config().await);
+    if create {
+        client
+            .create_secret()
+            .name(SECRET)
+            .secret_string(value)
+            .send()
+            .await
+            .unwrap();
+    } else {
+        client
+            .put_secret_value()
+            .secret_id(SECRET)
+            .secret_string(value)
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+async fn parameter(moto: &Moto) -> Option<(String, i64)> {
+    let client = aws_sdk_ssm::Client::new(&moto.config().await);
+    let out = client.get_parameter().name(PARAM).send().await.ok()?;
+    let p = out.parameter()?;
+    Some((p.value()?.to_string(), p.version()))
+}
+
+async fn primary(moto: &Moto) -> String {
+    let c = aws_sdk_elasticache::Client::new(&moto.config().await);
+    let out = c
+        .describe_replication_groups()
+        .replication_group_id("sessions")
+        .send()
+        .await
+        .unwrap();
+    let e = out.replication_groups()[0].node_groups()[0].primary_endpoint().unwrap();
+    format!("{}:{}", e.address().unwrap(), e.port().unwrap())
+}
+
+/// Runs blocking terraform steps next to the async AWS checks.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_to_secrets_manager_shows_topology_changes_as_plan_diffs() {
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"])
+        .await;
+    put_secret(&moto, "{}", true).await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    tf.write("main.tf", &config(&moto, "sessions", &secret_target()));
+
+    let t = tf.clone();
+    let first = blocking(move || {
+        let out = t.ok(&["apply", "-auto-approve"]);
+        assert!(
+            out.contains("No reader endpoint"),
+            "moto returns no ReaderEndpoint: the documented fallback applies with a warning:\n{out}"
+        );
+        t.assert_no_changes();
+        t.output("document")
+    })
+    .await;
+    assert_eq!(
+        secret_value(&moto).await.as_deref(),
+        Some(first.as_str()),
+        "published as the secret's current version"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(
+        doc["zones"].as_object().unwrap().len(),
+        2,
+        "two replica AZs (the primary's AZ is uncovered): {first}"
+    );
+
+    // The topology changes (moto cannot move replicas: re-create the group elsewhere); the secret
+    // still holds the old map.
+    moto.reset();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1a"])
+        .await;
+    put_secret(&moto, &first, true).await;
+    let t = tf.clone();
+    let second = blocking(move || {
+        let (code, plan) = t.plan_exit_code();
+        assert_eq!(code, 2, "{plan}");
+        // The AZ that lost its replica is named, and so is the one that gained one.
+        assert!(plan.contains("- \"ap-northeast-1d\""), "{plan}");
+        assert!(plan.contains("\"ap-northeast-1a\""), "{plan}");
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        t.output("document")
+    })
+    .await;
+    assert_ne!(second, first);
+    // The fallback (the primary endpoint, as moto returns no reader endpoint) follows the new group.
+    assert!(second.contains(&primary(&moto).await), "{second}");
+    assert_eq!(secret_value(&moto).await.as_deref(), Some(second.as_str()));
+
+    // An out-of-band edit of the secret is drift, and apply restores the map.
+    put_secret(&moto, &second.replace("ap-northeast-1c", "ap-northeast-1b"), false).await;
+    let t = tf.clone();
+    blocking(move || {
+        let (code, plan) = t.plan_exit_code();
+        assert_eq!(code, 2);
+        assert!(plan.contains("ap-northeast-1b"), "{plan}");
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    assert_eq!(secret_value(&moto).await.as_deref(), Some(second.as_str()));
+
+    // Import: the first plan only sets the topology source from configuration.
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
+        t.ok(&[
+            "import",
+            "locality_zone_replica_map.cache",
+            &format!("secretsmanager:{SECRET}"),
+        ]);
+        let (code, plan) = t.plan_exit_code();
+        assert_eq!(code, 2);
+        assert!(plan.contains("+ replication_group_id = \"sessions\""), "{plan}");
+        assert!(
+            !plan.contains("document") && !plan.contains("endpoints"),
+            "nothing else changes:\n{plan}"
+        );
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        // Destroy leaves the secret (its lifecycle is not ours), and says so.
+        let out = t.ok(&["destroy", "-auto-approve"]);
+        assert!(out.contains("keeps its last published replica map"), "{out}");
+    })
+    .await;
+    assert_eq!(secret_value(&moto).await.as_deref(), Some(second.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssm_parameter_is_owned_drift_is_restored_and_destroy_deletes_it() {
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c"])
+        .await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    tf.write("main.tf", &config(&moto, "sessions", &ssm_target()));
+    let t = tf.clone();
+    let doc = blocking(move || {
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        t.output("document")
+    })
+    .await;
+    assert_eq!(parameter(&moto).await, Some((doc.clone(), 1)));
+
+    // Out-of-band overwrite → drift → restored as a new version.
+    let client = aws_sdk_ssm::Client::new(&moto.config().await);
+    client
+        .put_parameter()
+        .name(PARAM)
+        .value("{\"version\":1}")
+        .overwrite(true)
+        .send()
+        .await
+        .unwrap();
+    let t = tf.clone();
+    blocking(move || {
+        let (code, _) = t.plan_exit_code();
+        assert_eq!(code, 2);
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        let show = t.ok(&["state", "show", "locality_zone_replica_map.cache"]);
+        assert!(show.contains("version              = \"3\""), "{show}");
+        // import by ID, then destroy deletes the parameter it owns
+        t.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
+        t.ok(&["import", "locality_zone_replica_map.cache", &format!("ssm:{PARAM}")]);
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        t.ok(&["destroy", "-auto-approve"]);
+    })
+    .await;
+    assert_eq!(parameter(&moto).await, None);
+
+    // A parameter that already exists is not taken over: the error shows the import command.
+    client
+        .put_parameter()
+        .name(PARAM)
+        .value("someone else's")
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    let t = tf.clone();
+    blocking(move || {
+        let out = t.fails(&["apply", "-auto-approve"]);
+        assert!(
+            out.contains("already exists")
+                && out.contains(&format!("terraform import locality_zone_replica_map.NAME ssm:{PARAM}")),
+            "{out}"
+        );
+    })
+    .await;
+    assert_eq!(parameter(&moto).await.unwrap().0, "someone else's");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_group_missing_secret_and_unreachable_aws_are_diagnostics() {
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c"])
+        .await;
+    let tf = terraform(&moto);
+    let flat = |s: String| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    blocking(move || {
+        tf.write("main.tf", &config(&moto, "nonexistent", &secret_target()));
+        let out = flat(tf.fails(&["plan"]));
+        assert!(
+            out.contains("Replication group not found") && out.contains("replication_group_id = \"nonexistent\""),
+            "{out}"
+        );
+
+        tf.write("main.tf", &config(&moto, "sessions", &secret_target()));
+        let out = flat(tf.fails(&["apply", "-auto-approve"]));
+        assert!(out.contains("create the secret first"), "{out}");
+
+        tf.write(
+            "main.tf",
+            &config(&moto, "sessions", &secret_target()).replace(&moto.endpoint, "http://127.0.0.1:9"),
+        );
+        let out = flat(tf.fails(&["plan"]));
+        assert!(out.contains("Cannot describe the replication group"), "{out}");
+
+        tf.write("main.tf", &config(&moto, "Bad--Group", &secret_target()));
+        let out = flat(tf.fails(&["validate"]));
+        assert!(out.contains("Invalid replication group ID"), "{out}");
+
+        tf.write(
+            "main.tf",
+            &config(&moto, "sessions", &format!("{}\n  {}", secret_target(), ssm_target())),
+        );
+        let out = flat(tf.fails(&["validate"]));
+        assert!(out.contains("More than one publish target"), "{out}");
+        drop(moto);
+    })
+    .await;
+}
