@@ -133,6 +133,7 @@ impl Aws {
     /// # Errors
     /// The SDK's error.
     pub async fn read_secret(&self, secret: &str) -> Result<Option<(String, String)>, AwsError> {
+        tracing::debug!(aws_call = "secretsmanager:GetSecretValue");
         match self.secrets.get_secret_value().secret_id(secret).send().await {
             Ok(out) => Ok(Some((
                 out.secret_string().unwrap_or_default().to_string(),
@@ -177,6 +178,7 @@ impl Aws {
     /// # Errors
     /// The SDK's error.
     pub async fn read_parameter(&self, name: &str) -> Result<Option<(String, String)>, AwsError> {
+        tracing::debug!(aws_call = "ssm:GetParameter");
         match self.ssm.get_parameter().name(name).send().await {
             Ok(out) => {
                 let p = out.parameter();
@@ -203,6 +205,7 @@ impl Aws {
             .r#type(aws_sdk_ssm::types::ParameterType::String)
             .overwrite(overwrite)
             .description("Per-AZ replica endpoint map, managed by Terraform (locality_zone_replica_map)");
+        tracing::debug!(aws_call = "ssm:PutParameter");
         match put.send().await {
             Ok(out) => Ok(out.version().to_string()),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_already_exists()) => {
@@ -217,6 +220,7 @@ impl Aws {
     /// # Errors
     /// The SDK's error.
     pub async fn delete_parameter(&self, name: &str) -> Result<(), AwsError> {
+        tracing::debug!(aws_call = "ssm:DeleteParameter");
         match self.ssm.delete_parameter().name(name).send().await {
             Ok(_) => Ok(()),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_not_found()) => Ok(()),
