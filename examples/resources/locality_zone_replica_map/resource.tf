@@ -31,3 +31,24 @@ resource "locality_zone_replica_map" "sessions" {
 output "uncovered_zones" {
   value = locality_zone_replica_map.sessions.uncovered_zones
 }
+
+# The usual setup: discover the topology from ElastiCache at every plan and publish the map as
+# a new version of an existing secret that the application reads at start-up. When replicas are
+# replaced or moved, `terraform plan` shows which AZ's endpoint changes.
+resource "locality_zone_replica_map" "orders" {
+  replication_group_id = "orders-valkey"
+
+  secretsmanager {
+    secret_id = "prod/orders/replica-map"
+  }
+}
+
+# Or publish to an SSM parameter that this resource owns.
+resource "locality_zone_replica_map" "carts" {
+  replication_group_id = "carts-valkey"
+  read_from_primary    = true
+
+  ssm_parameter {
+    name = "/prod/carts/replica-map"
+  }
+}

@@ -79,6 +79,7 @@ impl Aws {
     /// # Errors
     /// [`AwsError::NotFound`], [`AwsError::ClusterMode`], or the SDK's error.
     pub async fn discover(&self, group: &str) -> Result<Discovered, AwsError> {
+        tracing::debug!(aws_call = "elasticache:DescribeReplicationGroups");
         let output = self
             .elasticache
             .describe_replication_groups()
@@ -154,6 +155,7 @@ impl Aws {
     /// # Errors
     /// [`AwsError::NotFound`] when the secret does not exist; the SDK's error otherwise.
     pub async fn write_secret(&self, secret: &str, value: &str) -> Result<String, AwsError> {
+        tracing::debug!(aws_call = "secretsmanager:PutSecretValue");
         match self
             .secrets
             .put_secret_value()

@@ -1,0 +1,153 @@
+//! API requests and wall time of the real terraform driving the release provider against the
+//! fake Cloudflare and Compute APIs of the test suite (`scripts/bench` runs this after building
+//! the provider in release):
+//!
+//! - `apply` and `plan` (refresh) of 250 and 3,500 region hints in one zone, next to the
+//!   ceil(N/100) floor and to one request per hint;
+//! - one regional failover of `locality_weighted_backend` with 2-poll operations.
+
+#[path = "../tests/common/fake_cloudflare.rs"]
+#[allow(dead_code)]
+mod fake_cloudflare;
+#[path = "../tests/common/fake_compute.rs"]
+#[allow(dead_code)]
+mod fake_compute;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+struct Tf {
+    dir: tempfile::TempDir,
+}
+
+impl Tf {
+    fn new() -> Tf {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release");
+        assert!(
+            bin.join("terraform-provider-locality").exists(),
+            "build the provider first: cargo build --release"
+        );
+        std::fs::write(
+            dir.path().join("cli.tfrc"),
+            format!("provider_installation {{\n  dev_overrides {{\n    \"locality/locality\" = \"{}\"\n  }}\n  direct {{}}\n}}\n", bin.display()),
+        )
+        .unwrap();
+        Tf { dir }
+    }
+    fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+    /// Runs terraform; returns wall time in ms.
+    fn run(&self, args: &[&str]) -> f64 {
+        let t = Instant::now();
+        let out = Command::new("terraform")
+            .args(args)
+            .arg("-no-color")
+            .current_dir(self.dir.path())
+            .env("TF_CLI_CONFIG_FILE", self.dir.path().join("cli.tfrc"))
+            .env("CHECKPOINT_DISABLE", "1")
+            .env_remove("TF_LOG")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "terraform {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t.elapsed().as_secs_f64() * 1e3
+    }
+}
+
+const PREAMBLE: &str =
+    "terraform {\n  required_providers {\n    locality = {\n      source = \"locality/locality\"\n    }\n  }\n}\n";
+
+fn count(requests: &[String], prefix: &str) -> usize {
+    requests.iter().filter(|r| r.starts_with(prefix)).count()
+}
+
+async fn region_hints(n: usize) {
+    let fake = fake_cloudflare::FakeCloudflare::start().await;
+    let tf = Tf::new();
+    let main = format!(
+        "{PREAMBLE}\nprovider \"locality\" {{\n  cloudflare {{\n    api_token = \"{}\"\n    base_url  = \"{}\"\n  }}\n}}\n\nresource \"locality_region_hint\" \"many\" {{\n  for_each  = toset([for i in range({n}) : cidrhost(\"10.16.0.0/12\", i + 1)])\n  zone_id   = \"{}\"\n  origin_ip = each.key\n  vendor    = \"aws\"\n  region    = \"us-east-1\"\n}}\n",
+        fake_cloudflare::TOKEN,
+        fake.base_url(),
+        fake_cloudflare::ZONE
+    );
+    std::fs::write(tf.path().join("main.tf"), main).unwrap();
+    let f = fake.clone();
+    let (apply_ms, plan_ms, apply, plan) = tokio::task::spawn_blocking(move || {
+        f.take_requests();
+        let apply_ms = tf.run(&["apply", "-auto-approve", "-parallelism=10"]);
+        let apply = f.take_requests();
+        let plan_ms = tf.run(&["plan"]);
+        let plan = f.take_requests();
+        (apply_ms, plan_ms, apply, plan)
+    })
+    .await
+    .unwrap();
+    assert_eq!(fake.mappings().len(), n);
+    let floor = n.div_ceil(100);
+    println!(
+        "region hints, N={n}: apply {} requests ({} batch/single writes, {} list pages, {} supported_regions) in {:.0} ms; \
+         one-request-per-hint would be {n} writes + {n} existence checks; floor ceil(N/100) = {floor}",
+        apply.len(),
+        count(&apply, "PUT"),
+        count(&apply, "GET list"),
+        count(&apply, "GET supported"),
+        apply_ms
+    );
+    println!(
+        "region hints, N={n}: plan (refresh) {} requests ({} list pages + {} supported_regions) in {:.0} ms; floor {floor}; one GET per hint would be {n}",
+        plan.len(),
+        count(&plan, "GET list"),
+        count(&plan, "GET supported"),
+        plan_ms
+    );
+}
+
+async fn failover() {
+    let fake = fake_compute::FakeCompute::start().await;
+    fake.put_url_map(
+        "winticket-prod",
+        "web-urlmap",
+        &[("web-bs", 100), ("web-bs-tokyo", 0), ("web-bs-osaka", 0)],
+    );
+    let tf = Tf::new();
+    let config = |w: [u32; 3]| {
+        format!(
+            "{PREAMBLE}\nprovider \"locality\" {{\n  google {{\n    access_token = \"{}\"\n    project      = \"winticket-prod\"\n    base_url     = \"{}\"\n  }}\n}}\n\nresource \"locality_weighted_backend\" \"web\" {{\n  url_map = \"web-urlmap\"\n  weights = {{\n    \"web-bs\"       = {}\n    \"web-bs-tokyo\" = {}\n    \"web-bs-osaka\" = {}\n  }}\n}}\n",
+            fake_compute::TOKEN,
+            fake.base_url(),
+            w[0],
+            w[1],
+            w[2]
+        )
+    };
+    std::fs::write(tf.path().join("main.tf"), config([100, 0, 0])).unwrap();
+    let f = fake.clone();
+    let path = tf.path();
+    let (ms, requests) = tokio::task::spawn_blocking(move || {
+        tf.run(&["apply", "-auto-approve"]);
+        std::fs::write(path.join("main.tf"), config([0, 100, 0])).unwrap();
+        f.take_requests();
+        let ms = tf.run(&["apply", "-auto-approve"]);
+        (ms, f.take_requests())
+    })
+    .await
+    .unwrap();
+    println!(
+        "weighted backend failover apply (2-poll operations): {} requests {requests:?} in {ms:.0} ms",
+        requests.len()
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    region_hints(250).await;
+    region_hints(3500).await;
+    failover().await;
+}

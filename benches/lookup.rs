@@ -1,0 +1,58 @@
+//! Lookups per second against the built-in IP-range snapshot (`cargo bench --bench lookup`).
+//! Prints one line per address family; also the snapshot's size and date and the time to decode
+//! it on first use.
+
+use std::hint::black_box;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Instant;
+
+fn main() {
+    let started = Instant::now();
+    let table = locality::ranges::builtin();
+    let decode = started.elapsed();
+    println!(
+        "snapshot: {} bytes in the binary, {} ranges, dated {}, decoded on first use in {:.1} ms",
+        locality::ranges::SNAPSHOT.len(),
+        table.ranges().len(),
+        table.date,
+        decode.as_secs_f64() * 1e3
+    );
+    // Addresses: half inside published ranges (their network address + 1), half random.
+    let mut rng = fastrand::Rng::with_seed(7);
+    for (family, v6) in [("IPv4", false), ("IPv6", true)] {
+        let inside: Vec<IpAddr> = table
+            .ranges()
+            .iter()
+            .filter(|r| r.net.addr().is_ipv6() == v6)
+            .step_by(7)
+            .map(|r| match r.net.network() {
+                IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(u32::from(a).wrapping_add(1))),
+                IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(u128::from(a).wrapping_add(1))),
+            })
+            .collect();
+        let mut ips = inside.clone();
+        for _ in 0..inside.len() {
+            ips.push(if v6 {
+                IpAddr::V6(Ipv6Addr::from(rng.u128(..)))
+            } else {
+                IpAddr::V4(Ipv4Addr::from(rng.u32(..)))
+            });
+        }
+        let rounds = 2_000_000 / ips.len().max(1) + 1;
+        let mut found = 0usize;
+        let t = Instant::now();
+        for _ in 0..rounds {
+            for ip in &ips {
+                found += usize::from(black_box(table.lookup(*ip)).is_some());
+            }
+        }
+        let n = rounds * ips.len();
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "{family}: {:.2} million lookups/s ({n} lookups in {:.2} s, {:.0}% found)",
+            n as f64 / secs / 1e6,
+            secs,
+            100.0 * found as f64 / n as f64
+        );
+    }
+}
