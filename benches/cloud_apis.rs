@@ -117,11 +117,12 @@ async fn failover() {
         &[("web-bs", 100), ("web-bs-tokyo", 0), ("web-bs-osaka", 0)],
     );
     let tf = Tf::new();
-    let config = |w: [u32; 3]| {
+    let base_url = fake.base_url();
+    let config = move |w: [u32; 3]| {
         format!(
             "{PREAMBLE}\nprovider \"locality\" {{\n  google {{\n    access_token = \"{}\"\n    project      = \"winticket-prod\"\n    base_url     = \"{}\"\n  }}\n}}\n\nresource \"locality_weighted_backend\" \"web\" {{\n  url_map = \"web-urlmap\"\n  weights = {{\n    \"web-bs\"       = {}\n    \"web-bs-tokyo\" = {}\n    \"web-bs-osaka\" = {}\n  }}\n}}\n",
             fake_compute::TOKEN,
-            fake.base_url(),
+            base_url,
             w[0],
             w[1],
             w[2]
