@@ -6,6 +6,8 @@
 //!   ceil(N/100) floor and to one request per hint;
 //! - one regional failover of `locality_weighted_backend` with 2-poll operations.
 
+#![allow(clippy::print_stdout)] // a benchmark prints its figures
+
 #[path = "../tests/common/fake_cloudflare.rs"]
 #[allow(dead_code)]
 mod fake_cloudflare;

@@ -2,6 +2,8 @@
 //! Prints one line per address family; also the snapshot's size and date and the time to decode
 //! it on first use.
 
+#![allow(clippy::print_stdout)] // a benchmark prints its figures
+
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
