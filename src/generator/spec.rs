@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::catalogue::CLOUD_RUN_LOCATIONS;
 use super::diagnostic::{suggest, Level, SpecDiagnostic};
 use super::tree::{Literal, Node, Spanned};
+pub use crate::naming::{is_google_name, is_project_id};
 
 /// The validated spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -254,24 +255,6 @@ fn describe(literal: &Literal) -> &'static str {
         Literal::List(_) => "a list",
         Literal::Other(what) => what,
     }
-}
-
-/// Google's resource-name rule: RFC 1035, 1-63 characters.
-pub fn is_google_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && !name.ends_with('-')
-}
-
-/// Google Cloud project IDs: 6-30 characters, lowercase letters, digits, hyphens, starting with a
-/// letter and not ending with a hyphen.
-pub fn is_project_id(id: &str) -> bool {
-    (6..=30).contains(&id.len()) && is_google_name(id)
 }
 
 /// The Google names generated for a service, longest first (for the length check).
@@ -806,16 +789,5 @@ mod tests {
         assert_eq!(ejectable(51, 2), 2);
         assert_eq!(ejectable(0, 2), 0);
         assert_eq!(ejectable(1, 2), 1);
-    }
-
-    #[test]
-    fn names() {
-        assert!(is_google_name("web-bs-tokyo"));
-        assert!(!is_google_name("Web"));
-        assert!(!is_google_name("web_"));
-        assert!(!is_google_name("web-"));
-        assert!(!is_google_name("1web"));
-        assert!(is_project_id("winticket-prod"));
-        assert!(!is_project_id("short"));
     }
 }

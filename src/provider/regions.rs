@@ -278,7 +278,7 @@ pub fn near_matches<'a>(word: &str, candidates: &[&'a str]) -> Vec<&'a str> {
     let word = word.to_ascii_lowercase();
     let mut scored: Vec<(usize, &str)> = candidates
         .iter()
-        .map(|c| (crate::generator::diagnostic::edit_distance(&word, c), *c))
+        .map(|c| (crate::naming::edit_distance(&word, c), *c))
         .filter(|(d, c)| *d <= 3.max(c.len() / 3) || c.contains(word.as_str()))
         .collect();
     scored.sort();

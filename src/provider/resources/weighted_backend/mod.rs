@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 pub use schema::schema;
 
-use crate::generator::spec::{is_google_name, is_project_id};
+use crate::naming::{is_google_name, is_project_id};
 use crate::provider::google::{backend_name, Compute, ComputeError};
 use crate::provider::ProviderData;
 use crate::tfplugin::{AttributePath, Context, Diagnostics, Number, PlanRequest, Resource, Schema, Value};
