@@ -74,7 +74,7 @@ async fn region_hints(n: usize) {
     let fake = fake_cloudflare::FakeCloudflare::start().await;
     let tf = Tf::new();
     let main = format!(
-        "{PREAMBLE}\nprovider \"locality\" {{\n  cloudflare {{\n    api_token = \"{}\"\n    base_url  = \"{}\"\n  }}\n}}\n\nresource \"locality_region_hint\" \"many\" {{\n  for_each  = toset([for i in range({n}) : cidrhost(\"10.16.0.0/12\", i + 1)])\n  zone_id   = \"{}\"\n  origin_ip = each.key\n  vendor    = \"aws\"\n  region    = \"us-east-1\"\n}}\n",
+        "{PREAMBLE}\nprovider \"locality\" {{\n  cloudflare {{\n    api_token = \"{}\"\n    base_url  = \"{}\"\n  }}\n}}\n\nresource \"locality_region_hint\" \"many\" {{\n  count     = {n}\n  zone_id   = \"{}\"\n  origin_ip = cidrhost(\"10.16.0.0/12\", count.index + 1)\n  vendor    = \"aws\"\n  region    = \"us-east-1\"\n}}\n",
         fake_cloudflare::TOKEN,
         fake.base_url(),
         fake_cloudflare::ZONE
