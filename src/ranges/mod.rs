@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use std::sync::OnceLock;
 
 use ipnet::IpNet;
+use rustc_hash::FxHashMap;
 
 /// The clouds, spelled as Cloudflare's hints spell them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,9 +71,10 @@ pub struct Table {
     /// The snapshot's date (YYYY-MM-DD).
     pub date: String,
     ranges: Vec<Range>,
-    /// prefix length → network → index, per family; lengths longest first.
-    v4: Vec<(u8, HashMap<u32, usize>)>,
-    v6: Vec<(u8, HashMap<u128, usize>)>,
+    /// prefix length → network → index, per family; lengths longest first. Fx hashing: the
+    /// keys are integers we produce ourselves, and SipHash would dominate a lookup.
+    v4: Vec<(u8, FxHashMap<u32, usize>)>,
+    v6: Vec<(u8, FxHashMap<u128, usize>)>,
 }
 
 /// Generic services that a more specific row for the same prefix should win over.
@@ -105,8 +107,8 @@ impl Table {
         ranges.dedup_by(|later, first| {
             later.net == first.net && later.vendor == first.vendor && later.region == first.region
         });
-        let mut v4: BTreeMap<u8, HashMap<u32, usize>> = BTreeMap::new();
-        let mut v6: BTreeMap<u8, HashMap<u128, usize>> = BTreeMap::new();
+        let mut v4: BTreeMap<u8, FxHashMap<u32, usize>> = BTreeMap::new();
+        let mut v6: BTreeMap<u8, FxHashMap<u128, usize>> = BTreeMap::new();
         for (i, r) in ranges.iter().enumerate() {
             match r.net {
                 // The first row for a prefix wins (vendors and regions in a fixed order).
