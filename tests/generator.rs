@@ -586,20 +586,14 @@ fn cli_writes_checks_and_refuses_invalid_specs() {
 #[test]
 fn example_output_is_current() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = locality(
-        &[
-            "gen",
-            "examples/generator/tokyo-osaka.hcl",
-            "-o",
-            "examples/generator/tokyo-osaka.tf",
-            "--check",
-        ],
-        root,
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "run `locality gen examples/generator/tokyo-osaka.hcl -o examples/generator/tokyo-osaka.tf`:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    for dir in ["examples/generator", "examples/generator/managed-weights"] {
+        let (spec, tf) = (format!("{dir}/tokyo-osaka.hcl"), format!("{dir}/tokyo-osaka.tf"));
+        let out = locality(&["gen", &spec, "-o", &tf, "--check"], root);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "run `locality gen {spec} -o {tf}`:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
