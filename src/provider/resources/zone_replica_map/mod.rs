@@ -63,7 +63,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         planned.set("fallback_endpoint", topology.fallback.as_str().into());
         let map = topology.replica_map();
         let document = map.document();
-        set_published(planned, &map);
+        set_published(planned, &map, &document);
         // A content hash is known now; a secret's VersionId or a parameter's version only after
         // the write, unless nothing is written.
         let unchanged = req.prior.get("document").as_str() == Some(document.as_str());
@@ -203,13 +203,13 @@ async fn publish(
     }
 }
 
-fn set_published(value: &mut Value, map: &ReplicaMap) {
+fn set_published(value: &mut Value, map: &ReplicaMap, document: &str) {
     value.set("endpoints", string_map(&map.endpoints));
     value.set(
         "uncovered_zones",
         Value::List(map.uncovered_zones.iter().map(|z| z.as_str().into()).collect()),
     );
-    value.set("document", map.document().into());
+    value.set("document", document.into());
 }
 
 fn string_map(map: &std::collections::BTreeMap<String, String>) -> Value {
