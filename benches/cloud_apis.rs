@@ -9,10 +9,10 @@
 #![allow(clippy::print_stdout)] // a benchmark prints its figures
 
 #[path = "../tests/common/fake_cloudflare.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 mod fake_cloudflare;
 #[path = "../tests/common/fake_compute.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 mod fake_compute;
 
 use std::path::{Path, PathBuf};

@@ -3,10 +3,18 @@
 //! - [`tfplugin`]: the plugin protocol layer (knows Terraform, not the clouds);
 //! - [`generator`]: `locality gen`, spec → Google Cloud HCL (no protocol layer);
 //! - [`naming`]: name rules and "did you mean" shared by both;
-//! - [`provider`]: the `locality` provider's resources and data sources.
+//! - [`provider`]: the `locality` provider's resources and data sources;
+//! - [`ranges`]: the clouds' published IP ranges and the lookup over them;
+//! - leaves that import nothing above them: [`naming`], [`regions`] (the region catalogue),
+//!   [`http`] (retries and backoff).
+//!
+//! Layers (checked by `tests/architecture.rs`): `naming` ← `regions` ← `http` ← `ranges`,
+//! `tfplugin` ← `generator` ← `provider`; nothing imports from a layer above it.
 
 pub mod generator;
+pub mod http;
 pub mod naming;
 pub mod provider;
 pub mod ranges;
+pub mod regions;
 pub mod tfplugin;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use locality::tfplugin::proto::plugin::grpc_controller_client::GrpcControllerClient;
-use locality::tfplugin::proto::tfplugin6::{get_provider_schema, provider_client::ProviderClient};
+use common::proto::plugin::grpc_controller_client::GrpcControllerClient;
+use common::proto::tfplugin6::{get_provider_schema, provider_client::ProviderClient};
 use locality::tfplugin::{MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::ResolvesClientCert;
@@ -281,7 +281,7 @@ async fn shutdown_makes_the_process_exit() {
         .unwrap();
     let started = Instant::now();
     GrpcControllerClient::new(channel)
-        .shutdown(locality::tfplugin::proto::plugin::Empty {})
+        .shutdown(common::proto::plugin::Empty {})
         .await
         .expect("Shutdown is served");
     // Terraform kills a provider that has not exited 2 s after Shutdown.

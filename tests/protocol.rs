@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use locality::tfplugin::proto::tfplugin6 as pb;
+use common::proto::tfplugin6 as pb;
 use locality::tfplugin::value::{decode_msgpack, encode_msgpack};
 use locality::tfplugin::{
-    Attribute, Block, Context, DataSource, Diagnostics, NestedBlock, Nesting, PlanRequest, Provider, ProviderService,
-    Resource, Schema, Type, Value,
+    serve_plaintext, Attribute, Block, Context, Diagnostics, DynamicDataSource, DynamicResource, NestedBlock, Nesting,
+    PlanRequest, Provider, Schema, Type, Value,
 };
 use pb::provider_client::ProviderClient;
 use tokio_util::sync::CancellationToken;
@@ -35,10 +35,10 @@ impl Provider for ProbeProvider {
     async fn configure(&self, _: &Value, _: &mut Diagnostics) -> Option<()> {
         Some(())
     }
-    fn resources(&self) -> Vec<Arc<dyn Resource<()>>> {
+    fn resources(&self) -> Vec<Arc<dyn DynamicResource<()>>> {
         vec![Arc::new(Probe)]
     }
-    fn data_sources(&self) -> Vec<Arc<dyn DataSource<()>>> {
+    fn data_sources(&self) -> Vec<Arc<dyn DynamicDataSource<()>>> {
         Vec::new()
     }
 }
@@ -48,7 +48,7 @@ fn inner_block() -> Block {
 }
 
 #[async_trait]
-impl Resource<()> for Probe {
+impl DynamicResource<()> for Probe {
     fn type_name(&self) -> &'static str {
         "locality_probe"
     }
@@ -141,12 +141,7 @@ async fn start_server() -> (SocketAddr, CancellationToken) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
-    let service = ProviderService::new(ProbeProvider, stop.clone()).into_server();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-    );
+    tokio::spawn(serve_plaintext(ProbeProvider, listener, stop.clone()));
     (addr, stop)
 }
 

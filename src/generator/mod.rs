@@ -7,7 +7,6 @@
 //!
 //! No tonic, no protocol layer here.
 
-mod catalogue;
 pub mod command;
 pub mod diagnostic;
 pub mod emit;
@@ -15,7 +14,6 @@ pub mod hcl;
 pub mod spec;
 pub mod tree;
 
-pub use catalogue::CLOUD_RUN_LOCATIONS;
 pub use diagnostic::{Level, SourceFile, SpecDiagnostic};
 pub use spec::Spec;
 

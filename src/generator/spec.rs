@@ -7,7 +7,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 use std::time::Duration;
 
-use super::catalogue::CLOUD_RUN_LOCATIONS;
 use super::diagnostic::{suggest, Level, SpecDiagnostic};
 use super::tree::{Literal, Node, Spanned};
 pub use crate::naming::{is_google_name, is_project_id};
@@ -527,9 +526,9 @@ fn lower_region(block: &Node, label: &Spanned<String>, service: &str, d: &mut Ve
     )
     .and_then(|v| {
         let loc = string(v, "location", d)?;
-        if !CLOUD_RUN_LOCATIONS.contains(&loc) {
+        if !crate::regions::cloud_run_locations().any(|l| l == loc) {
             let mut diag = SpecDiagnostic::error(v.span.clone(), format!("\"{loc}\" is not a Cloud Run location"));
-            diag.help = Some(match suggest(loc, CLOUD_RUN_LOCATIONS.iter().copied()) {
+            diag.help = Some(match suggest(loc, crate::regions::cloud_run_locations()) {
                 Some(s) => format!("did you mean \"{s}\"?"),
                 None => {
                     "use a Cloud Run region such as \"asia-northeast1\" (Tokyo) or \"asia-northeast2\" (Osaka)".into()

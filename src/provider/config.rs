@@ -2,27 +2,10 @@
 //! configuration with environment-variable fallbacks. Secrets are wrapped in [`Secret`], whose
 //! `Debug` never shows the value.
 
-use std::fmt;
 use std::net::IpAddr;
 
+pub use super::secret::Secret;
 use crate::tfplugin::{Attribute, AttributePath, Block, Diagnostics, NestedBlock, Nesting, Schema, Value};
-
-/// A credential. `Debug` and `Display` print `***`, so it cannot leak through logs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// The secret itself, for the one place that sends it (an `Authorization` header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
 
 /// Cloudflare settings.
 #[derive(Debug, Clone, Default)]
@@ -154,7 +137,7 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
         cloudflare: CloudflareConfig {
             api_token: text("cloudflare", "api_token")
                 .or_else(|| env("CLOUDFLARE_API_TOKEN"))
-                .map(Secret),
+                .map(Secret::new),
             base_url: cloudflare_url,
         },
         aws: AwsConfig {
@@ -164,7 +147,7 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
         google: GoogleConfig {
             access_token: text("google", "access_token")
                 .or_else(|| env("GOOGLE_OAUTH_ACCESS_TOKEN"))
-                .map(Secret),
+                .map(Secret::new),
             project: text("google", "project"),
             base_url: text("google", "base_url").unwrap_or_else(|| GOOGLE_DEFAULT_BASE_URL.into()),
         },
@@ -234,7 +217,7 @@ mod tests {
 
     #[test]
     fn secrets_do_not_print() {
-        let s = Secret("hunter2".into());
+        let s = Secret::new("hunter2");
         assert!(!format!("{s:?}").contains("hunter2"));
         let c = CloudflareConfig {
             api_token: Some(s),

@@ -107,7 +107,7 @@ impl Default for Sources {
 
 async fn fetch(location: &str) -> Result<String, String> {
     if location.starts_with("https://") || location.starts_with("http://") {
-        let client = crate::provider::http::client(std::time::Duration::from_secs(120));
+        let client = crate::http::client(std::time::Duration::from_secs(120));
         let response = client
             .get(location)
             .send()

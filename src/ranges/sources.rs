@@ -7,7 +7,7 @@ use ipnet::IpNet;
 use serde_json::Value as Json;
 
 use super::{Range, Vendor};
-use crate::provider::regions::azure_arm_name;
+use crate::regions::azure_arm_name;
 
 /// A range file that cannot be read.
 #[derive(Debug, thiserror::Error)]

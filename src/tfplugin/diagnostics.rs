@@ -76,6 +76,40 @@ pub struct Diagnostic {
     pub path: Option<AttributePath>,
 }
 
+impl Diagnostic {
+    /// An error.
+    pub fn error(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            summary: summary.into(),
+            detail: detail.into(),
+            path: None,
+        }
+    }
+    /// A warning.
+    pub fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(summary, detail)
+        }
+    }
+    /// The same diagnostic, pointing at `path`.
+    pub fn at(mut self, path: AttributePath) -> Self {
+        self.path = Some(path);
+        self
+    }
+    /// The same diagnostic, pointing at `path` unless it already points somewhere.
+    pub fn or_at(mut self, path: AttributePath) -> Self {
+        self.path.get_or_insert(path);
+        self
+    }
+    /// The same diagnostic with `context` (e.g. `Zone 023e…`) before its detail.
+    pub fn context(mut self, context: impl std::fmt::Display) -> Self {
+        self.detail = format!("{context}: {}", self.detail);
+        self
+    }
+}
+
 /// A collector of diagnostics, passed to every provider and resource call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Diagnostics(pub Vec<Diagnostic>);
@@ -96,6 +130,21 @@ impl Diagnostics {
     /// A warning on one attribute.
     pub fn attribute_warning(&mut self, path: AttributePath, summary: impl Into<String>, detail: impl Into<String>) {
         self.push(Severity::Warning, summary, detail, Some(path));
+    }
+    /// Records a diagnostic.
+    pub fn add(&mut self, diagnostic: impl Into<Diagnostic>) {
+        self.0.push(diagnostic.into());
+    }
+    /// The value of `result`; its error is recorded (through its one conversion into a
+    /// [`Diagnostic`]) and `None` returned, so that callers can use `?`.
+    pub fn check<T, E: Into<Diagnostic>>(&mut self, result: Result<T, E>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.add(e);
+                None
+            }
+        }
     }
     fn push(
         &mut self,

@@ -2,7 +2,8 @@
 //!
 //! - [`value`]: three-state values and the msgpack/JSON codecs;
 //! - [`schema`], [`diagnostics`]: what resources declare and report;
-//! - [`Provider`], [`Resource`], [`DataSource`]: what a provider implements;
+//! - [`Provider`], [`Resource`], [`DataSource`]: what a provider implements, on typed
+//!   [`model`]s (three-state [`Field`]s) converted from and to values in one place;
 //! - [`serve`]: the handshake, TLS and the gRPC server.
 //!
 //! This module never imports from `crate::provider` or `crate::generator`.
@@ -10,19 +11,22 @@
 mod convert;
 pub mod diagnostics;
 pub mod logging;
+pub mod model;
 mod plan;
-#[doc(hidden)]
-pub mod proto;
+mod proto;
 pub mod schema;
 mod server;
 mod service;
-pub mod tls;
+mod tls;
 mod traits;
 pub mod value;
 
 pub use diagnostics::{AttributePath, Diagnostic, Diagnostics, Severity};
+pub use model::{Field, Model, Set};
 pub use schema::{Attribute, Block, NestedBlock, Nesting, Schema};
-pub use server::{serve, ServeOptions, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};
+pub use server::{serve, serve_plaintext, ServeOptions, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};
 pub use service::ProviderService;
-pub use traits::{Context, DataSource, PlanRequest, Provider, Resource};
+pub use traits::{
+    data_source, resource, Context, DataSource, DynamicDataSource, DynamicResource, PlanRequest, Provider, Resource,
+};
 pub use value::{Number, Type, Value};

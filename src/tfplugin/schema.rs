@@ -65,10 +65,32 @@ pub struct Attribute {
     /// Semantic equality: when it says the configured (or read) value means the same as the prior
     /// one, the prior value is kept, so that e.g. `2001:DB8::1` and `2001:db8::1` never diff.
     pub semantic_equality: Option<SemanticEquality>,
+    /// For maps: keys that name the same thing (`web-bs` and its self-link). Refresh keeps the
+    /// prior state's spelling of each key.
+    pub key_equality: Option<KeyEquality>,
+    /// A computed value that belongs to these attributes: planned as the prior value while they
+    /// are unchanged, and unknown when they change (unless the resource plans a new value).
+    pub tracks: Vec<&'static str>,
+    /// A default that comes from the provider's configuration, looked up by this key (see
+    /// `Provider::attribute_default`), with how to set it for the error when there is none.
+    pub provider_default: Option<ProviderDefault>,
 }
 
 /// Decides whether two known values of an attribute mean the same thing.
 pub type SemanticEquality = fn(&Value, &Value) -> bool;
+
+/// Decides whether two map keys name the same thing.
+pub type KeyEquality = fn(&str, &str) -> bool;
+
+/// A provider-level default of an optional+computed attribute.
+#[derive(Debug, Clone)]
+pub struct ProviderDefault {
+    /// The key the provider looks up, e.g. `google.project`.
+    pub key: &'static str,
+    /// Where else the value can be set, for the error when neither is, e.g. "`project` in the
+    /// provider's `google` block".
+    pub alternative: &'static str,
+}
 
 /// Nesting modes of blocks and nested attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +137,9 @@ impl Attribute {
             default: None,
             use_state_for_unknown: false,
             semantic_equality: None,
+            key_equality: None,
+            tracks: Vec::new(),
+            provider_default: None,
         }
     }
     /// An attribute of any type.
@@ -191,6 +216,29 @@ impl Attribute {
         self
     }
 
+    /// Map keys that `equal` says name the same thing are not a change (see [`KeyEquality`]).
+    pub fn key_equality(mut self, equal: KeyEquality) -> Self {
+        self.key_equality = Some(equal);
+        self
+    }
+
+    /// The value belongs to `attributes`: kept from the prior state while they are unchanged,
+    /// unknown when they change (a computed attribute whose value the API derives from them).
+    pub fn tracks(mut self, attributes: &[&'static str]) -> Self {
+        self.tracks = attributes.to_vec();
+        self
+    }
+
+    /// When the configuration leaves it null, the plan keeps the prior value, else takes the
+    /// provider's default `key`, else reports that it must be set here or in `alternative`.
+    /// Makes the attribute optional+computed.
+    pub fn provider_default(mut self, key: &'static str, alternative: &'static str) -> Self {
+        self.provider_default = Some(ProviderDefault { key, alternative });
+        self.optional = true;
+        self.computed = true;
+        self
+    }
+
     /// The attribute's value type.
     pub fn value_type(&self) -> Type {
         match &self.kind {
@@ -259,6 +307,8 @@ impl Block {
         for nested in &self.blocks {
             let v = value.get(&nested.name);
             let conformed = match nested.nesting {
+                // A `dynamic` block whose `for_each` is not known yet: the whole list is unknown.
+                _ if v.is_unknown() => Value::Unknown,
                 Nesting::List => Value::List(v.elements().iter().map(|e| nested.block.conform(e)).collect()),
                 Nesting::Set => Value::Set(v.elements().iter().map(|e| nested.block.conform(e)).collect()),
                 Nesting::Single => nested.block.conform(v),

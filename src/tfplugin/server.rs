@@ -234,6 +234,23 @@ async fn serve_debug<P: Provider>(provider: P, address: &str) -> ExitCode {
     }
 }
 
+/// Serves `provider` in plaintext on `listener` (with the Shutdown and Stdio side services)
+/// until `shutdown` is cancelled: what tests use to drive the protocol layer in-process, and
+/// what `--debug` mode does. Terraform attaches to it through `TF_REATTACH_PROVIDERS`.
+///
+/// # Errors
+/// When the server fails.
+pub async fn serve_plaintext<P: Provider>(
+    provider: P,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    router(provider, shutdown.clone())
+        .serve_with_incoming_shutdown(no_delay(listener), shutdown.cancelled_owned())
+        .await
+        .map_err(std::io::Error::other)
+}
+
 struct Controller {
     shutdown: CancellationToken,
 }

@@ -12,24 +12,39 @@ use tonic::{Request, Response, Status};
 
 use super::convert::{decode_dynamic, diagnostics_to_pb, encode_dynamic, path_to_pb, schema_to_pb};
 use super::diagnostics::Diagnostics;
-use super::plan::{initial_plan, replace_paths};
+use super::plan::{finish_plan, initial_plan, keep_equivalent, replace_paths, Equivalence};
 use super::proto::tfplugin6 as pb;
 use super::schema::Schema;
-use super::traits::{Context, DataSource, PlanRequest, Provider, Resource};
+use super::traits::{Context, DynamicDataSource, DynamicResource, PlanRequest, Provider};
 use super::value::{Type, Value};
 
+/// A registered resource or data source type, with its schema and value type computed once.
 struct Entry<T: ?Sized> {
     imp: Arc<T>,
     schema: Schema,
     ty: Type,
 }
 
+impl<T: ?Sized> Entry<T> {
+    fn encode(&self, value: &Value) -> pb::DynamicValue {
+        encode_dynamic(&self.schema.block.conform(value), &self.ty)
+    }
+}
+
+/// What every call starts from: the type's entry, the request's values decoded against its
+/// schema (and conformed), and the provider context when the call needs one.
+struct Call<'s, T: ?Sized, D, const N: usize> {
+    entry: &'s Entry<T>,
+    values: [Value; N],
+    ctx: Option<Context<D>>,
+}
+
 struct Inner<P: Provider> {
     provider: P,
     provider_schema: Schema,
     provider_type: Type,
-    resources: BTreeMap<String, Entry<dyn Resource<P::Data>>>,
-    data_sources: BTreeMap<String, Entry<dyn DataSource<P::Data>>>,
+    resources: BTreeMap<String, Entry<dyn DynamicResource<P::Data>>>,
+    data_sources: BTreeMap<String, Entry<dyn DynamicDataSource<P::Data>>>,
     data: RwLock<Option<Arc<P::Data>>>,
     stop: CancellationToken,
 }
@@ -47,29 +62,28 @@ impl<P: Provider> Clone for ProviderService<P> {
     }
 }
 
+fn entries<T: ?Sized>(
+    items: Vec<Arc<T>>,
+    name: impl Fn(&T) -> &'static str,
+    schema: impl Fn(&T) -> Schema,
+) -> BTreeMap<String, Entry<T>> {
+    items
+        .into_iter()
+        .map(|imp| {
+            let schema = schema(&imp);
+            let ty = schema.block.value_type();
+            (name(&imp).to_string(), Entry { imp, schema, ty })
+        })
+        .collect()
+}
+
 impl<P: Provider> ProviderService<P> {
     /// Wraps a provider. `stop` is cancelled by StopProvider.
     pub fn new(provider: P, stop: CancellationToken) -> Self {
         let provider_schema = provider.schema();
         let provider_type = provider_schema.block.value_type();
-        let resources = provider
-            .resources()
-            .into_iter()
-            .map(|imp| {
-                let schema = imp.schema();
-                let ty = schema.block.value_type();
-                (imp.type_name().to_string(), Entry { imp, schema, ty })
-            })
-            .collect();
-        let data_sources = provider
-            .data_sources()
-            .into_iter()
-            .map(|imp| {
-                let schema = imp.schema();
-                let ty = schema.block.value_type();
-                (imp.type_name().to_string(), Entry { imp, schema, ty })
-            })
-            .collect();
+        let resources = entries(provider.resources(), |r| r.type_name(), |r| r.schema());
+        let data_sources = entries(provider.data_sources(), |d| d.type_name(), |d| d.schema());
         ProviderService {
             inner: Arc::new(Inner {
                 provider,
@@ -85,45 +99,46 @@ impl<P: Provider> ProviderService<P> {
 
     /// The tonic server for this service, with message limits raised to 256 MiB each way
     /// (tonic's default of 4 MiB is too small for large states).
-    pub fn into_server(self) -> pb::provider_server::ProviderServer<Self> {
+    pub(crate) fn into_server(self) -> pb::provider_server::ProviderServer<Self> {
         const LIMIT: usize = 256 << 20;
         pb::provider_server::ProviderServer::new(self)
             .max_decoding_message_size(LIMIT)
             .max_encoding_message_size(LIMIT)
     }
 
-    fn resource(&self, name: &str, diags: &mut Diagnostics) -> Option<&Entry<dyn Resource<P::Data>>> {
-        let found = self.inner.resources.get(name);
-        if found.is_none() {
-            let known: Vec<&str> = self.inner.resources.keys().map(String::as_str).collect();
+    /// The one dispatch helper: looks `type_name` up in `table`, takes the provider context
+    /// when `with_context`, and decodes `inputs` against the type's schema. Every problem is a
+    /// diagnostic, and `None` means the call cannot go on.
+    fn prepare<'s, T: ?Sized, const N: usize>(
+        &'s self,
+        table: &'s BTreeMap<String, Entry<T>>,
+        kind: &str,
+        type_name: &str,
+        inputs: [(&str, Option<&pb::DynamicValue>); N],
+        with_context: bool,
+        diags: &mut Diagnostics,
+    ) -> Option<Call<'s, T, P::Data, N>> {
+        let Some(entry) = table.get(type_name) else {
+            let known: Vec<&str> = table.keys().map(String::as_str).collect();
             diags.error(
-                "Unknown resource type",
+                format!("Unknown {kind}"),
                 format!(
-                    "This provider has no resource type {name:?}; it has: {}.",
+                    "This provider has no {kind} {type_name:?}; it has: {}.",
                     known.join(", ")
                 ),
             );
+            return None;
+        };
+        let ctx = if with_context { Some(self.context(diags)?) } else { None };
+        let mut values: [Value; N] = std::array::from_fn(|_| Value::Null);
+        for (slot, (what, dv)) in values.iter_mut().zip(inputs) {
+            *slot = entry.schema.block.conform(&decode_dynamic(dv, &entry.ty, what, diags)?);
         }
-        found
-    }
-
-    fn data_source(&self, name: &str, diags: &mut Diagnostics) -> Option<&Entry<dyn DataSource<P::Data>>> {
-        let found = self.inner.data_sources.get(name);
-        if found.is_none() {
-            let known: Vec<&str> = self.inner.data_sources.keys().map(String::as_str).collect();
-            diags.error(
-                "Unknown data source",
-                format!(
-                    "This provider has no data source {name:?}; it has: {}.",
-                    known.join(", ")
-                ),
-            );
-        }
-        found
+        Some(Call { entry, values, ctx })
     }
 
     fn context(&self, diags: &mut Diagnostics) -> Option<Context<P::Data>> {
-        let data = self.inner.data.read().expect("provider data lock").clone();
+        let data = self.inner.data.read().unwrap_or_else(|e| e.into_inner()).clone();
         match data {
             Some(data) => Some(Context {
                 data,
@@ -137,11 +152,7 @@ impl<P: Provider> ProviderService<P> {
     }
 
     /// Runs `work` unless StopProvider cancels it first.
-    async fn cancellable<T>(
-        &self,
-        diags: &mut Diagnostics,
-        work: impl Future<Output = (Option<T>, Diagnostics)>,
-    ) -> Option<T> {
+    async fn cancellable<T>(&self, diags: &mut Diagnostics, work: impl Future<Output = (T, Diagnostics)>) -> Option<T> {
         tokio::select! {
             biased;
             () = self.inner.stop.cancelled() => {
@@ -150,7 +161,7 @@ impl<P: Provider> ProviderService<P> {
             }
             (result, inner) = work => {
                 diags.extend(inner);
-                result
+                Some(result)
             }
         }
     }
@@ -254,7 +265,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         ) {
             let config = self.inner.provider_schema.block.conform(&config);
             if let Some(data) = self.inner.provider.configure(&config, &mut diags).await {
-                *self.inner.data.write().expect("provider data lock") = Some(Arc::new(data));
+                *self.inner.data.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(data));
             }
         }
         reply(pb::configure_provider::Response {
@@ -269,10 +280,17 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ValidateResourceConfig", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
-        if let Some(entry) = self.resource(&req.type_name, &mut diags) {
-            if let Some(config) = decode_dynamic(req.config.as_ref(), &entry.ty, "configuration", &mut diags) {
-                entry.imp.validate(&entry.schema.block.conform(&config), &mut diags);
-            }
+        let inputs = [("configuration", req.config.as_ref())];
+        if let Some(call) = self.prepare(
+            &self.inner.resources,
+            "resource type",
+            &req.type_name,
+            inputs,
+            false,
+            &mut diags,
+        ) {
+            let [config] = &call.values;
+            call.entry.imp.validate(config, &mut diags);
         }
         reply(pb::validate_resource_config::Response {
             diagnostics: diagnostics_to_pb(&diags),
@@ -286,10 +304,17 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         let req = request.into_inner();
         tracing::debug!(rpc = "ValidateDataResourceConfig", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
-        if let Some(entry) = self.data_source(&req.type_name, &mut diags) {
-            if let Some(config) = decode_dynamic(req.config.as_ref(), &entry.ty, "configuration", &mut diags) {
-                entry.imp.validate(&entry.schema.block.conform(&config), &mut diags);
-            }
+        let inputs = [("configuration", req.config.as_ref())];
+        if let Some(call) = self.prepare(
+            &self.inner.data_sources,
+            "data source",
+            &req.type_name,
+            inputs,
+            false,
+            &mut diags,
+        ) {
+            let [config] = &call.values;
+            call.entry.imp.validate(config, &mut diags);
         }
         reply(pb::validate_data_resource_config::Response {
             diagnostics: diagnostics_to_pb(&diags),
@@ -304,7 +329,15 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "UpgradeResourceState", type_name = %req.type_name, version = req.version);
         let mut diags = Diagnostics::default();
         let mut upgraded = None;
-        if let Some(entry) = self.resource(&req.type_name, &mut diags) {
+        if let Some(call) = self.prepare(
+            &self.inner.resources,
+            "resource type",
+            &req.type_name,
+            [],
+            false,
+            &mut diags,
+        ) {
+            let entry = call.entry;
             let json = req.raw_state.map(|r| r.json).unwrap_or_default();
             let current = entry.schema.version;
             let state = if req.version == current {
@@ -333,7 +366,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 );
                 None
             };
-            upgraded = state.map(|s| encode_dynamic(&entry.schema.block.conform(&s), &entry.ty));
+            upgraded = state.map(|s| entry.encode(&s));
         }
         reply(pb::upgrade_resource_state::Response {
             upgraded_state: upgraded,
@@ -349,28 +382,37 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "ReadResource", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
         let mut new_state = None;
-        if let (Some(entry), Some(ctx)) = (self.resource(&req.type_name, &mut diags), self.context(&mut diags)) {
-            if let Some(current) = decode_dynamic(req.current_state.as_ref(), &entry.ty, "current state", &mut diags) {
-                let current = entry.schema.block.conform(&current);
-                let read = self
-                    .cancellable(&mut diags, async {
-                        let mut d = Diagnostics::default();
-                        let r = entry.imp.read(&ctx, &current, &mut d).await;
-                        (Some(r), d)
-                    })
-                    .await;
-                new_state = match read {
-                    Some(Some(state)) => {
-                        let mut state = entry.schema.block.conform(&state);
-                        super::plan::keep_equivalent(&entry.schema.block, &mut state, &current);
-                        Some(encode_dynamic(&state, &entry.ty))
-                    }
-                    // The object is gone: a null state makes Terraform drop it and plan a create.
-                    Some(None) if !diags.has_errors() => Some(encode_dynamic(&Value::Null, &entry.ty)),
-                    // On errors keep what Terraform had.
-                    _ => Some(encode_dynamic(&current, &entry.ty)),
-                };
-            }
+        let inputs = [("current state", req.current_state.as_ref())];
+        if let Some(Call {
+            entry,
+            values: [current],
+            ctx: Some(ctx),
+        }) = self.prepare(
+            &self.inner.resources,
+            "resource type",
+            &req.type_name,
+            inputs,
+            true,
+            &mut diags,
+        ) {
+            let read = self
+                .cancellable(&mut diags, async {
+                    let mut d = Diagnostics::default();
+                    let r = entry.imp.read(&ctx, &current, &mut d).await;
+                    (r, d)
+                })
+                .await;
+            new_state = Some(match read {
+                Some(Some(state)) => {
+                    let mut state = entry.schema.block.conform(&state);
+                    keep_equivalent(&entry.schema.block, &mut state, &current, Equivalence::Read);
+                    entry.encode(&state)
+                }
+                // The object is gone: a null state makes Terraform drop it and plan a create.
+                Some(None) if !diags.has_errors() => entry.encode(&Value::Null),
+                // On errors keep what Terraform had.
+                _ => entry.encode(&current),
+            });
         }
         reply(pb::read_resource::Response {
             new_state,
@@ -389,40 +431,46 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         let mut diags = Diagnostics::default();
         let mut planned_state = None;
         let mut requires_replace = Vec::new();
-        if let Some(entry) = self.resource(&req.type_name, &mut diags) {
+        let inputs = [
+            ("prior state", req.prior_state.as_ref()),
+            ("proposed state", req.proposed_new_state.as_ref()),
+            ("configuration", req.config.as_ref()),
+        ];
+        if let Some(Call {
+            entry,
+            values: [prior, proposed, config],
+            ..
+        }) = self.prepare(
+            &self.inner.resources,
+            "resource type",
+            &req.type_name,
+            inputs,
+            false,
+            &mut diags,
+        ) {
             let block = &entry.schema.block;
-            let prior = decode_dynamic(req.prior_state.as_ref(), &entry.ty, "prior state", &mut diags);
-            let proposed = decode_dynamic(req.proposed_new_state.as_ref(), &entry.ty, "proposed state", &mut diags);
-            let config = decode_dynamic(req.config.as_ref(), &entry.ty, "configuration", &mut diags);
-            if let (Some(prior), Some(proposed), Some(config)) = (prior, proposed, config) {
-                if proposed.is_null() {
-                    planned_state = Some(encode_dynamic(&Value::Null, &entry.ty));
-                } else if let Some(ctx) = self.context(&mut diags) {
-                    let prior = block.conform(&prior);
-                    let config = block.conform(&config);
-                    let mut planned = initial_plan(block, &prior, &proposed, &config);
-                    let modified = self
-                        .cancellable(&mut diags, async {
-                            let mut d = Diagnostics::default();
-                            entry
-                                .imp
-                                .modify_plan(
-                                    &ctx,
-                                    PlanRequest {
-                                        prior: &prior,
-                                        config: &config,
-                                    },
-                                    &mut planned,
-                                    &mut d,
-                                )
-                                .await;
-                            (Some(planned), d)
-                        })
-                        .await;
-                    if let Some(planned) = modified {
-                        requires_replace = replace_paths(block, &prior, &planned).iter().map(path_to_pb).collect();
-                        planned_state = Some(encode_dynamic(&block.conform(&planned), &entry.ty));
-                    }
+            if proposed.is_null() {
+                // Destroy: planned null, and no provider configuration needed.
+                planned_state = Some(entry.encode(&Value::Null));
+            } else if let Some(ctx) = self.context(&mut diags) {
+                let lookup = |key: &str| P::attribute_default(&ctx.data, key);
+                let mut planned = initial_plan(block, &prior, &proposed, &config, &lookup, &mut diags);
+                let before = planned.clone();
+                let modified = self
+                    .cancellable(&mut diags, async {
+                        let mut d = Diagnostics::default();
+                        let req = PlanRequest {
+                            prior: &prior,
+                            config: &config,
+                        };
+                        entry.imp.modify_plan(&ctx, req, &mut planned, &mut d).await;
+                        (planned, d)
+                    })
+                    .await;
+                if let Some(mut planned) = modified {
+                    finish_plan(block, &mut planned, &prior, &before);
+                    requires_replace = replace_paths(block, &prior, &planned).iter().map(path_to_pb).collect();
+                    planned_state = Some(entry.encode(&planned));
                 }
             }
         }
@@ -444,50 +492,60 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "ApplyResourceChange", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
         let mut new_state = None;
-        if let (Some(entry), Some(ctx)) = (self.resource(&req.type_name, &mut diags), self.context(&mut diags)) {
-            let block = &entry.schema.block;
-            let prior = decode_dynamic(req.prior_state.as_ref(), &entry.ty, "prior state", &mut diags);
-            let planned = decode_dynamic(req.planned_state.as_ref(), &entry.ty, "planned state", &mut diags);
-            if let (Some(prior), Some(planned)) = (prior, planned) {
-                let (prior, planned) = (block.conform(&prior), block.conform(&planned));
-                if planned.is_null() {
-                    self.cancellable(&mut diags, async {
+        let inputs = [
+            ("prior state", req.prior_state.as_ref()),
+            ("planned state", req.planned_state.as_ref()),
+        ];
+        if let Some(Call {
+            entry,
+            values: [prior, planned],
+            ctx: Some(ctx),
+        }) = self.prepare(
+            &self.inner.resources,
+            "resource type",
+            &req.type_name,
+            inputs,
+            true,
+            &mut diags,
+        ) {
+            if planned.is_null() {
+                self.cancellable(&mut diags, async {
+                    let mut d = Diagnostics::default();
+                    entry.imp.delete(&ctx, &prior, &mut d).await;
+                    ((), d)
+                })
+                .await;
+                // A failed delete keeps the object in state.
+                let after = if diags.has_errors() { &prior } else { &Value::Null };
+                new_state = Some(entry.encode(after));
+            } else {
+                let result = self
+                    .cancellable(&mut diags, async {
                         let mut d = Diagnostics::default();
-                        entry.imp.delete(&ctx, &prior, &mut d).await;
-                        (Some(()), d)
+                        let r = if prior.is_null() {
+                            entry.imp.create(&ctx, &planned, &mut d).await
+                        } else {
+                            entry.imp.update(&ctx, &prior, &planned, &mut d).await
+                        };
+                        (r, d)
                     })
-                    .await;
-                    // A failed delete keeps the object in state.
-                    let after = if diags.has_errors() { &prior } else { &Value::Null };
-                    new_state = Some(encode_dynamic(after, &entry.ty));
-                } else {
-                    let result = self
-                        .cancellable(&mut diags, async {
-                            let mut d = Diagnostics::default();
-                            let r = if prior.is_null() {
-                                entry.imp.create(&ctx, &planned, &mut d).await
-                            } else {
-                                entry.imp.update(&ctx, &prior, &planned, &mut d).await
-                            };
-                            (r, d)
-                        })
-                        .await;
-                    new_state = match result {
-                        Some(state) => {
-                            let state = block.conform(&state);
-                            if !state.is_wholly_known() {
-                                diags.error(
-                                    "Provider bug",
-                                    format!("{} returned a state with unknown values after apply.", req.type_name),
-                                );
-                            }
-                            Some(encode_dynamic(&state, &entry.ty))
+                    .await
+                    .flatten();
+                new_state = match result {
+                    Some(state) => {
+                        let state = entry.schema.block.conform(&state);
+                        if !state.is_wholly_known() {
+                            diags.error(
+                                "Provider bug",
+                                format!("{} returned a state with unknown values after apply.", req.type_name),
+                            );
                         }
-                        // Failed create: nothing to track. Failed update: Terraform keeps the prior state.
-                        None if prior.is_null() => Some(encode_dynamic(&Value::Null, &entry.ty)),
-                        None => None,
-                    };
-                }
+                        Some(entry.encode(&state))
+                    }
+                    // Failed create: nothing to track. Failed update: Terraform keeps the prior state.
+                    None if prior.is_null() => Some(entry.encode(&Value::Null)),
+                    None => None,
+                };
             }
         }
         reply(pb::apply_resource_change::Response {
@@ -506,18 +564,28 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "ImportResourceState", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
         let mut imported = Vec::new();
-        if let (Some(entry), Some(ctx)) = (self.resource(&req.type_name, &mut diags), self.context(&mut diags)) {
+        if let Some(Call {
+            entry, ctx: Some(ctx), ..
+        }) = self.prepare(
+            &self.inner.resources,
+            "resource type",
+            &req.type_name,
+            [],
+            true,
+            &mut diags,
+        ) {
             let state = self
                 .cancellable(&mut diags, async {
                     let mut d = Diagnostics::default();
                     let r = entry.imp.import(&ctx, &req.id, &mut d).await;
                     (r, d)
                 })
-                .await;
+                .await
+                .flatten();
             if let Some(state) = state.filter(|_| !diags.has_errors()) {
                 imported.push(pb::import_resource_state::ImportedResource {
                     type_name: req.type_name.clone(),
-                    state: Some(encode_dynamic(&entry.schema.block.conform(&state), &entry.ty)),
+                    state: Some(entry.encode(&state)),
                     private: Vec::new(),
                 });
             }
@@ -537,18 +605,28 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "ReadDataSource", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
         let mut state = None;
-        if let (Some(entry), Some(ctx)) = (self.data_source(&req.type_name, &mut diags), self.context(&mut diags)) {
-            if let Some(config) = decode_dynamic(req.config.as_ref(), &entry.ty, "configuration", &mut diags) {
-                let config = entry.schema.block.conform(&config);
-                let read = self
-                    .cancellable(&mut diags, async {
-                        let mut d = Diagnostics::default();
-                        let r = entry.imp.read(&ctx, &config, &mut d).await;
-                        (r, d)
-                    })
-                    .await;
-                state = read.map(|s| encode_dynamic(&entry.schema.block.conform(&s), &entry.ty));
-            }
+        let inputs = [("configuration", req.config.as_ref())];
+        if let Some(Call {
+            entry,
+            values: [config],
+            ctx: Some(ctx),
+        }) = self.prepare(
+            &self.inner.data_sources,
+            "data source",
+            &req.type_name,
+            inputs,
+            true,
+            &mut diags,
+        ) {
+            let read = self
+                .cancellable(&mut diags, async {
+                    let mut d = Diagnostics::default();
+                    let r = entry.imp.read(&ctx, &config, &mut d).await;
+                    (r, d)
+                })
+                .await
+                .flatten();
+            state = read.map(|s| entry.encode(&s));
         }
         reply(pb::read_data_source::Response {
             state,

@@ -15,16 +15,16 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, Error, ServerConfig, SignatureScheme};
 
 /// A generated server identity: the rustls config and the DER certificate for the handshake.
-pub struct ServerIdentity {
+pub(crate) struct ServerIdentity {
     /// TLS 1.2/1.3 server config with ALPN `h2` and the pinned client verifier.
-    pub config: Arc<ServerConfig>,
+    pub(crate) config: Arc<ServerConfig>,
     /// The server's leaf certificate (DER), printed base64 in the handshake line.
-    pub certificate_der: Vec<u8>,
+    pub(crate) certificate_der: Vec<u8>,
 }
 
 /// Errors while setting up TLS.
 #[derive(Debug, thiserror::Error)]
-pub enum TlsSetupError {
+pub(crate) enum TlsSetupError {
     /// `PLUGIN_CLIENT_CERT` holds no PEM certificate.
     #[error("PLUGIN_CLIENT_CERT does not hold a PEM certificate")]
     NoClientCertificate,
@@ -40,7 +40,7 @@ pub enum TlsSetupError {
 ///
 /// # Errors
 /// [`TlsSetupError`] when the PEM is unusable or the certificate cannot be generated.
-pub fn server_identity(client_cert_pem: &str) -> Result<ServerIdentity, TlsSetupError> {
+pub(crate) fn server_identity(client_cert_pem: &str) -> Result<ServerIdentity, TlsSetupError> {
     let expected = first_pem_certificate(client_cert_pem).ok_or(TlsSetupError::NoClientCertificate)?;
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
     let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
@@ -69,7 +69,7 @@ pub fn server_identity(client_cert_pem: &str) -> Result<ServerIdentity, TlsSetup
 }
 
 /// The DER bytes of the first `CERTIFICATE` block of a PEM text.
-pub fn first_pem_certificate(pem: &str) -> Option<Vec<u8>> {
+pub(crate) fn first_pem_certificate(pem: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     let start = pem.find("-----BEGIN CERTIFICATE-----")? + "-----BEGIN CERTIFICATE-----".len();
     let end = start + pem[start..].find("-----END CERTIFICATE-----")?;

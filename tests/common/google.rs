@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use locality::tfplugin::{
-    Attribute, Block, Context, DataSource, Diagnostics, NestedBlock, Nesting, Provider, ProviderService, Resource,
-    Schema, Type, Value,
+    serve_plaintext, Attribute, Block, Context, Diagnostics, DynamicDataSource, DynamicResource, NestedBlock, Nesting,
+    Provider, Schema, Type, Value,
 };
 
 struct Google {
@@ -131,22 +131,22 @@ impl Provider for Google {
     async fn configure(&self, _: &Value, _: &mut Diagnostics) -> Option<()> {
         Some(())
     }
-    fn resources(&self) -> Vec<Arc<dyn Resource<()>>> {
+    fn resources(&self) -> Vec<Arc<dyn DynamicResource<()>>> {
         schemas()
             .into_iter()
             .map(|mut f| {
                 f.compute = self.compute.clone();
-                Arc::new(f) as Arc<dyn Resource<()>>
+                Arc::new(f) as Arc<dyn DynamicResource<()>>
             })
             .collect()
     }
-    fn data_sources(&self) -> Vec<Arc<dyn DataSource<()>>> {
+    fn data_sources(&self) -> Vec<Arc<dyn DynamicDataSource<()>>> {
         Vec::new()
     }
 }
 
 #[async_trait]
-impl Resource<()> for Fake {
+impl DynamicResource<()> for Fake {
     fn type_name(&self) -> &'static str {
         self.name
     }
@@ -217,12 +217,7 @@ pub async fn start() -> String {
 pub async fn start_with(compute: Option<super::fake_compute::FakeCompute>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
-    let service = ProviderService::new(Google { compute }, Default::default()).into_server();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-    );
+    tokio::spawn(serve_plaintext(Google { compute }, listener, Default::default()));
     serde_json::json!({
         "registry.terraform.io/hashicorp/google": {
             "Protocol": "grpc", "ProtocolVersion": 6, "Pid": std::process::id(), "Test": true,

@@ -1,7 +1,7 @@
 //! Test harness: runs the real `terraform` CLI against the provider binary, each run in its own
 //! temp dir with its own CLI config (dev_overrides, or an offline filesystem mirror).
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)] // helpers shared by the test crates; each uses some
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -196,3 +196,4 @@ pub mod fake_cloudflare;
 pub mod fake_compute;
 pub mod google;
 pub mod moto;
+pub mod proto;

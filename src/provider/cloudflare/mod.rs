@@ -6,7 +6,7 @@
 
 mod zone;
 
-pub use zone::{Zones, BATCH_WINDOW};
+pub use zone::{CreateError, Support, Zones, BATCH_WINDOW};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -15,8 +15,8 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value as Json};
 
-use super::config::Secret;
-use super::http::{self, RetryPolicy};
+use super::secret::Secret;
+use crate::http::{self, RetryPolicy};
 
 /// Items a batch request may hold.
 pub const BATCH_LIMIT: usize = 100;

@@ -15,20 +15,61 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, OnceCell};
 
-use super::{Cloudflare, CloudflareError, Mapping, SupportedRegions, BATCH_LIMIT};
+use super::{Cloudflare, CloudflareError, Mapping, SupportedRegions, BATCH_LIMIT, ZONE_LIMIT};
 
 type Shared<T> = Arc<OnceCell<Result<Arc<T>, CloudflareError>>>;
 
 /// How long the first item of a batch waits for others to join it.
 pub const BATCH_WINDOW: Duration = Duration::from_millis(25);
 /// While items keep arriving, the batch waits a little more, up to this in all.
-pub const BATCH_WINDOW_MAX: Duration = Duration::from_millis(100);
+pub(crate) const BATCH_WINDOW_MAX: Duration = Duration::from_millis(100);
 
 /// The outcome of one item of a batch: `Ok` with the mapping as stored (single writes carry
 /// `modified_on`), or the item's own error.
-pub type ItemResult<T> = Result<T, CloudflareError>;
+pub(crate) type ItemResult<T> = Result<T, CloudflareError>;
 
 type Waiting<T, R> = Vec<(T, oneshot::Sender<ItemResult<R>>)>;
+
+/// Why [`Zones::create`] did not create a mapping.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CreateError {
+    /// Another resource of this configuration already manages the IP.
+    #[error("another resource in this configuration already manages {ip} in zone {zone}")]
+    Claimed {
+        /// The zone.
+        zone: String,
+        /// The IP.
+        ip: String,
+    },
+    /// The zone already has a mapping for the IP (no silent takeover: import it).
+    #[error("zone {zone} already has a region hint for {} ({}:{})", existing.origin_ip, existing.vendor, existing.region)]
+    Exists {
+        /// The zone.
+        zone: String,
+        /// The mapping it has.
+        existing: Mapping,
+    },
+    /// The zone holds [`ZONE_LIMIT`] mappings already.
+    #[error("zone {zone} already has {ZONE_LIMIT} region hints, Cloudflare's limit")]
+    ZoneFull {
+        /// The zone.
+        zone: String,
+    },
+    /// The listing or the write failed.
+    #[error(transparent)]
+    Api(#[from] CloudflareError),
+}
+
+/// Whether a zone supports a region, per its `supported_regions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// Supported, with its upper-tier colos.
+    Supported(Vec<String>),
+    /// Not supported; the vendor's supported region names (for suggestions).
+    Unsupported(Vec<String>),
+    /// The zone publishes no list (e.g. Tiered Cache off): only Cloudflare can tell, at write.
+    Unpublished,
+}
 
 /// Zone caches and batchers for one provider process.
 pub struct Zones {
@@ -112,6 +153,65 @@ impl Zones {
             .lock()
             .expect("lock")
             .insert((zone.to_string(), ip.to_string()))
+    }
+
+    /// Creates a mapping that must not exist yet (no silent takeover): claims the IP for this
+    /// process, checks the zone's listing (the mapping must be absent, the zone not full), then
+    /// writes it (batched with others arriving at the same time).
+    ///
+    /// # Errors
+    /// [`CreateError`].
+    pub async fn create(&self, zone: &str, mapping: Mapping) -> Result<Mapping, CreateError> {
+        if !self.claim(zone, &mapping.origin_ip) {
+            return Err(CreateError::Claimed {
+                zone: zone.to_string(),
+                ip: mapping.origin_ip,
+            });
+        }
+        let listing = self.listing(zone).await?;
+        if let Some(existing) = listing.get(&mapping.origin_ip) {
+            return Err(CreateError::Exists {
+                zone: zone.to_string(),
+                existing: existing.clone(),
+            });
+        }
+        if listing.len() >= ZONE_LIMIT {
+            return Err(CreateError::ZoneFull { zone: zone.to_string() });
+        }
+        Ok(self.put(zone, mapping).await?)
+    }
+
+    /// Whether the zone supports `vendor`/`region` (from its `supported_regions`, fetched once).
+    ///
+    /// # Errors
+    /// The request's error (e.g. Tiered Cache disabled).
+    pub async fn support(&self, zone: &str, vendor: &str, region: &str) -> Result<Support, CloudflareError> {
+        let supported = self.supported_regions(zone).await?;
+        if supported.vendors.is_empty() {
+            return Ok(Support::Unpublished);
+        }
+        Ok(match supported.find(vendor, region) {
+            Some(r) => Support::Supported(r.upper_tier_colos.clone()),
+            None => Support::Unsupported(
+                supported
+                    .vendors
+                    .get(vendor)
+                    .map(|rs| rs.iter().map(|r| r.name.clone()).collect())
+                    .unwrap_or_default(),
+            ),
+        })
+    }
+
+    /// The upper-tier colos Smart Tiered Cache uses for a region (empty when the zone does not
+    /// list the region); `None` when the zone's supported regions cannot be read.
+    pub async fn upper_tier_colos(&self, zone: &str, vendor: &str, region: &str) -> Option<Vec<String>> {
+        let supported = self.supported_regions(zone).await.ok()?;
+        Some(
+            supported
+                .find(vendor, region)
+                .map(|r| r.upper_tier_colos.clone())
+                .unwrap_or_default(),
+        )
     }
 
     /// Creates or replaces one mapping, batched with others arriving at the same time.

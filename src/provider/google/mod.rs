@@ -1,15 +1,20 @@
-//! A small Compute Engine v1 client: URL maps and global operations (reference/gcp/FACTS.md §2).
+//! A small Compute Engine v1 client: URL maps and global operations (reference/gcp/FACTS.md §2),
+//! and the one domain operation on them, [`Compute::set_weights`] (read, change only the
+//! weights, write with the fingerprint, retry on HTTP 412, wait for the operation).
 //! Plain reqwest + serde; knows nothing about Terraform.
 //!
-//! URL maps are kept as raw JSON so that fields this client does not know survive a write.
+//! URL maps are typed as far as this client needs them; the fields of a weighted backend
+//! service that it does not know (e.g. `headerAction`) are kept and written back as they were.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use reqwest::StatusCode;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
-use super::config::Secret;
-use super::http::{self, RetryPolicy};
+use super::secret::Secret;
+use crate::http::{self, RetryPolicy};
 
 /// How long operations are polled.
 #[derive(Debug, Clone, Copy)]
@@ -75,16 +80,24 @@ pub enum ComputeError {
     Decode(String),
 }
 
+/// How often a weights write is retried after HTTP 412 (someone changed the URL map in between).
+pub const CONFLICT_RETRIES: u32 = 5;
+
 /// One `defaultRouteAction.weightedBackendServices` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WeightedBackend {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WeightedBackendService {
     /// The backend service reference as the API returns it (a full self-link).
     pub backend_service: String,
     /// 0..=1000
+    #[serde(default)]
     pub weight: u32,
+    /// Fields this client does not model (`headerAction`, ...), written back unchanged.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Json>,
 }
 
-impl WeightedBackend {
+impl WeightedBackendService {
     /// The backend service's name (the last path segment of the reference).
     pub fn name(&self) -> &str {
         backend_name(&self.backend_service)
@@ -97,41 +110,94 @@ pub fn backend_name(reference: &str) -> &str {
     reference.trim_end_matches('/').rsplit('/').next().unwrap_or(reference)
 }
 
-/// A URL map as returned by the API.
-#[derive(Debug, Clone)]
+/// A URL map's default route action, as far as this client needs it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteAction {
+    /// The weighted backend services.
+    #[serde(default)]
+    pub weighted_backend_services: Vec<WeightedBackendService>,
+}
+
+/// A URL map, as far as this client needs it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct UrlMap {
-    /// The whole resource.
-    pub raw: Json,
+    /// The optimistic-locking fingerprint.
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    /// The default route action, if any.
+    #[serde(default)]
+    pub default_route_action: Option<RouteAction>,
 }
 
 impl UrlMap {
-    /// The optimistic-locking fingerprint.
-    pub fn fingerprint(&self) -> Option<&str> {
-        self.raw.get("fingerprint").and_then(Json::as_str)
+    /// The weighted backend services of the default route action.
+    pub fn weighted(&self) -> &[WeightedBackendService] {
+        self.default_route_action
+            .as_ref()
+            .map_or(&[], |a| a.weighted_backend_services.as_slice())
     }
 
-    /// The raw `defaultRouteAction.weightedBackendServices` entries.
-    pub fn weighted_entries(&self) -> Vec<Json> {
-        self.raw
-            .pointer("/defaultRouteAction/weightedBackendServices")
-            .and_then(Json::as_array)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// The weighted backend services.
-    pub fn weighted(&self) -> Vec<WeightedBackend> {
-        self.weighted_entries()
+    /// Backend-service name → weight.
+    pub fn weights(&self) -> BTreeMap<String, u32> {
+        self.weighted()
             .iter()
-            .map(|e| WeightedBackend {
-                backend_service: e
-                    .get("backendService")
-                    .and_then(Json::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                weight: e.get("weight").and_then(Json::as_u64).unwrap_or(0) as u32,
-            })
+            .map(|w| (w.name().to_string(), w.weight))
             .collect()
+    }
+}
+
+/// Why [`Compute::set_weights`] did not set the weights.
+#[derive(Debug, thiserror::Error)]
+pub enum WeightsError {
+    /// The URL map has no weighted backend services to set weights on.
+    #[error("URL map {url_map} has no defaultRouteAction.weightedBackendServices to set weights on. Give it some first (`locality gen` writes them).")]
+    NoWeightedBackends {
+        /// `project/url_map`.
+        url_map: String,
+    },
+    /// Some keys are not weighted backend services of the URL map.
+    #[error("{} not in the weightedBackendServices of URL map {url_map}. Its weighted backend services are: {}.", quoted(unknown), real.join(", "))]
+    UnknownBackends {
+        /// `project/url_map`.
+        url_map: String,
+        /// The keys as the caller gave them.
+        unknown: Vec<String>,
+        /// The URL map's weighted backend services.
+        real: Vec<String>,
+    },
+    /// Every weight would be zero, sending traffic nowhere.
+    #[error(
+        "With these weights every weighted backend service of URL map {url_map} would be 0, sending traffic nowhere."
+    )]
+    AllZero {
+        /// `project/url_map`.
+        url_map: String,
+    },
+    /// HTTP 412 on every attempt.
+    #[error("URL map {url_map} changed between read and write {attempts} times in a row (HTTP 412); try again.")]
+    KeepsChanging {
+        /// `project/url_map`.
+        url_map: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The API failed.
+    #[error("URL map {url_map}: {source}")]
+    Api {
+        /// `project/url_map`.
+        url_map: String,
+        /// What the API said.
+        source: ComputeError,
+    },
+}
+
+fn quoted(keys: &[String]) -> String {
+    let list: Vec<String> = keys.iter().map(|k| format!("{k:?}")).collect();
+    match list.len() {
+        1 => format!("{} is", list[0]),
+        _ => format!("{} are", list.join(", ")),
     }
 }
 
@@ -200,7 +266,85 @@ impl Compute {
         let raw = self
             .call(&format!("URL map {project}/{name}"), || self.http.get(&url))
             .await?;
-        Ok(UrlMap { raw })
+        serde_json::from_value(raw).map_err(|e| ComputeError::Decode(format!("URL map {project}/{name}: {e}")))
+    }
+
+    /// Sets the weights of the URL map's weighted backend services named in `desired` (keys
+    /// may be names, paths or self-links; others keep their weight): read → change only the
+    /// weights → write with the fingerprint → wait for the operation; on HTTP 412 re-read and
+    /// try again, at most [`CONFLICT_RETRIES`] times. Returns whether anything was written.
+    ///
+    /// # Errors
+    /// [`WeightsError`]: unknown keys (with the real list), all weights zero, a URL map without
+    /// weighted backend services, a URL map that keeps changing, or the API's error.
+    pub async fn set_weights(
+        &self,
+        project: &str,
+        url_map: &str,
+        desired: &BTreeMap<String, u32>,
+    ) -> Result<bool, WeightsError> {
+        let id = || format!("{project}/{url_map}");
+        let api = |source| WeightsError::Api { url_map: id(), source };
+        for attempt in 1..=CONFLICT_RETRIES + 1 {
+            let map = self.get_url_map(project, url_map).await.map_err(api)?;
+            let live = map.weighted();
+            if live.is_empty() {
+                return Err(WeightsError::NoWeightedBackends { url_map: id() });
+            }
+            let unknown: Vec<String> = desired
+                .keys()
+                .filter(|k| !live.iter().any(|w| w.name() == backend_name(k)))
+                .cloned()
+                .collect();
+            if !unknown.is_empty() {
+                let real = live.iter().map(|w| w.name().to_string()).collect();
+                return Err(WeightsError::UnknownBackends {
+                    url_map: id(),
+                    unknown,
+                    real,
+                });
+            }
+            let wanted = |w: &WeightedBackendService| {
+                desired
+                    .iter()
+                    .find(|(k, _)| backend_name(k) == w.name())
+                    .map_or(w.weight, |(_, weight)| *weight)
+            };
+            let entries: Vec<WeightedBackendService> = live
+                .iter()
+                .map(|w| WeightedBackendService {
+                    weight: wanted(w),
+                    ..w.clone()
+                })
+                .collect();
+            if entries.iter().all(|e| e.weight == 0) {
+                return Err(WeightsError::AllZero { url_map: id() });
+            }
+            if entries.as_slice() == live {
+                return Ok(false);
+            }
+            let fingerprint = map
+                .fingerprint
+                .as_deref()
+                .ok_or_else(|| api(ComputeError::Decode("the URL map has no fingerprint".into())))?;
+            match self
+                .patch_weighted(project, url_map, fingerprint, &entries, &crate::http::uuid_v4())
+                .await
+            {
+                Ok(()) => return Ok(true),
+                Err(ComputeError::Conflict) => {
+                    tracing::info!(
+                        attempt,
+                        "URL map changed between read and write (HTTP 412); reading it again"
+                    );
+                }
+                Err(e) => return Err(api(e)),
+            }
+        }
+        Err(WeightsError::KeepsChanging {
+            url_map: id(),
+            attempts: CONFLICT_RETRIES + 1,
+        })
     }
 
     /// `urlMaps.patch` of `defaultRouteAction.weightedBackendServices` only (JSON merge patch:
@@ -215,7 +359,7 @@ impl Compute {
         project: &str,
         name: &str,
         fingerprint: &str,
-        entries: Vec<Json>,
+        entries: &[WeightedBackendService],
         request_id: &str,
     ) -> Result<(), ComputeError> {
         let url = self.url_map_url(project, name);

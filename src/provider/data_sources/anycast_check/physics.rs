@@ -6,7 +6,7 @@
 pub const FIBER_KM_PER_MS: f64 = 204.0;
 
 /// Mean Earth radius, km.
-pub const EARTH_RADIUS_KM: f64 = 6371.0;
+pub(crate) const EARTH_RADIUS_KM: f64 = 6371.0;
 
 /// Great-circle distance (haversine) between two points in degrees, km.
 pub fn distance_km(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {

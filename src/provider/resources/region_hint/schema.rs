@@ -58,6 +58,7 @@ pub fn schema() -> Schema {
         .attribute(
             Attribute::typed("upper_tier_colos", Type::list(Type::String))
                 .computed()
+                .tracks(&["vendor", "region"])
                 .description("The upper-tier Cloudflare data centers Smart Tiered Cache uses for this region (from the zone's `supported_regions`; empty when Cloudflare has not published them)."),
         )
         .attribute(Attribute::string("modified_on").computed().description(

@@ -1,18 +1,27 @@
 //! `locality_weighted_backend`: the weights of a URL map's weighted backend services
-//! (DESIGN.md §2.2). The Compute client lives in `crate::provider::google`.
+//! (DESIGN.md §2.2).
+//!
+//! - `schema.rs`: the schema (its descriptions are the docs), with the provider-level default
+//!   project and the key equality of backend-service references declared there;
+//! - `model.rs`: the model, the only place attributes are named;
+//! - this file: the glue between model and client. The write itself (fingerprint, HTTP 412
+//!   retry, operation wait) is `crate::provider::google::Compute::set_weights`.
 
+mod model;
 mod schema;
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+pub use model::{weight, WeightedBackendModel, MAX_WEIGHT};
 pub use schema::schema;
 
 use crate::naming::{is_google_name, is_project_id};
-use crate::provider::google::{backend_name, Compute, ComputeError};
+pub use crate::provider::google::CONFLICT_RETRIES;
+use crate::provider::google::{backend_name, ComputeError};
 use crate::provider::ProviderData;
-use crate::tfplugin::{AttributePath, Context, Diagnostics, Number, PlanRequest, Resource, Schema, Value};
+use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Field, Resource, Schema};
 
 /// The resource type.
 pub struct WeightedBackend;
@@ -20,14 +29,10 @@ pub struct WeightedBackend;
 /// The Terraform type name.
 pub const TYPE_NAME: &str = "locality_weighted_backend";
 
-/// Largest weight the API takes.
-pub const MAX_WEIGHT: u64 = 1000;
-
-/// How often a write is retried after HTTP 412 (someone changed the URL map in between).
-pub const CONFLICT_RETRIES: u32 = 5;
-
 #[async_trait]
 impl Resource<ProviderData> for WeightedBackend {
+    type Model = WeightedBackendModel;
+
     fn type_name(&self) -> &'static str {
         TYPE_NAME
     }
@@ -36,8 +41,8 @@ impl Resource<ProviderData> for WeightedBackend {
         schema()
     }
 
-    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
-        if let Some(name) = config.get("url_map").as_str() {
+    fn validate(&self, config: &WeightedBackendModel, diags: &mut Diagnostics) {
+        if let Some(name) = config.url_map.get() {
             if !is_google_name(name) {
                 diags.attribute_error(
                     AttributePath::root("url_map"),
@@ -46,7 +51,7 @@ impl Resource<ProviderData> for WeightedBackend {
                 );
             }
         }
-        if let Some(project) = config.get("project").as_str() {
+        if let Some(project) = config.project.get() {
             if !is_project_id(project) {
                 diags.attribute_error(
                     AttributePath::root("project"),
@@ -55,7 +60,7 @@ impl Resource<ProviderData> for WeightedBackend {
                 );
             }
         }
-        let Some(weights) = config.get("weights").entries() else {
+        let Some(weights) = config.weights.get() else {
             return;
         };
         if weights.is_empty() {
@@ -86,8 +91,8 @@ impl Resource<ProviderData> for WeightedBackend {
                 );
             }
             match value {
-                Value::Unknown => all_known = false,
-                Value::Number(n) => match weight(n) {
+                Field::Unknown => all_known = false,
+                Field::Known(n) => match weight(n) {
                     Some(w) => any_nonzero |= w > 0,
                     None => diags.attribute_error(
                         at,
@@ -95,7 +100,7 @@ impl Resource<ProviderData> for WeightedBackend {
                         format!("{n} is not a weight: use a whole number from 0 to {MAX_WEIGHT}."),
                     ),
                 },
-                _ => diags.attribute_error(
+                Field::Null => diags.attribute_error(
                     at,
                     "Invalid weight",
                     format!("Use a whole number from 0 to {MAX_WEIGHT}."),
@@ -114,102 +119,89 @@ impl Resource<ProviderData> for WeightedBackend {
     async fn modify_plan(
         &self,
         ctx: &Context<ProviderData>,
-        req: PlanRequest<'_>,
-        planned: &mut Value,
+        _prior: Option<&WeightedBackendModel>,
+        _config: &WeightedBackendModel,
+        planned: &mut WeightedBackendModel,
         diags: &mut Diagnostics,
     ) {
-        if let Err(problem) = ctx.data.compute() {
-            diags.error("Google Cloud is not configured", problem);
+        if diags.check(ctx.data.compute()).is_none() {
             return;
         }
-        if req.config.get("project").is_null() {
-            match (&ctx.data.config.google.project, req.prior.get("project")) {
-                (_, Value::String(prior)) => planned.set("project", prior.as_str().into()),
-                (Some(project), _) => planned.set("project", project.as_str().into()),
-                (None, _) => {
-                    diags.attribute_error(
-                        AttributePath::root("project"),
-                        "No project",
-                        "Set `project` here, or `project` in the provider's `google` block.",
-                    );
-                    return;
-                }
-            }
-        }
-        if let (Some(project), Some(url_map)) = (planned.get("project").as_str(), planned.get("url_map").as_str()) {
-            let id = format!("{project}/{url_map}");
-            planned.set("id", id.into());
+        if let Some((project, url_map)) = planned.identity() {
+            planned.id = format!("{project}/{url_map}").into();
         }
     }
 
-    async fn read(&self, ctx: &Context<ProviderData>, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let compute = match ctx.data.compute() {
-            Ok(c) => c,
-            Err(problem) => {
-                diags.error("Google Cloud is not configured", problem);
-                return Some(state.clone());
-            }
-        };
-        let (project, url_map) = (state.get("project").as_str()?, state.get("url_map").as_str()?);
-        let map = match compute.get_url_map(project, url_map).await {
-            Ok(map) => map,
+    async fn read(
+        &self,
+        ctx: &Context<ProviderData>,
+        mut state: WeightedBackendModel,
+        diags: &mut Diagnostics,
+    ) -> Option<WeightedBackendModel> {
+        let compute = diags.check(ctx.data.compute())?;
+        let (project, url_map) = state.identity()?;
+        let (project, url_map) = (project.to_string(), url_map.to_string());
+        let live = match compute.get_url_map(&project, &url_map).await {
+            Ok(map) => map.weights(),
             Err(ComputeError::NotFound(_)) => {
                 diags.warning(
                     "URL map not found",
-                    format!("URL map {project}/{url_map} no longer exists; locality_weighted_backend will be removed from state."),
+                    format!("URL map {project}/{url_map} no longer exists; {TYPE_NAME} will be removed from state."),
                 );
                 return None;
             }
             Err(e) => {
-                diags.error(
-                    "Cannot read the URL map",
-                    format!("Reading URL map {project}/{url_map}: {e}"),
-                );
-                return Some(state.clone());
+                diags.add(Diagnostic::from(e).context(format!("Reading URL map {project}/{url_map}")));
+                return None;
             }
         };
-        let live: BTreeMap<String, u32> = map
-            .weighted()
-            .iter()
-            .map(|w| (w.name().to_string(), w.weight))
-            .collect();
-        // Keep the key spelling the configuration uses (name, path or self-link): no perpetual diff.
-        let weights: BTreeMap<String, Value> = match state.get("weights").entries() {
-            Some(prior) => prior
-                .keys()
-                .filter_map(|key| live.get(backend_name(key)).map(|w| (key.clone(), weight_value(*w))))
+        // Only the backend services this resource manages; the framework keeps the key spelling
+        // the state uses (name, path or self-link).
+        let managed: BTreeMap<String, u32> = match state.weights.get() {
+            Some(prior) => live
+                .into_iter()
+                .filter(|(name, _)| prior.keys().any(|k| backend_name(k) == name))
                 .collect(),
-            None => live.iter().map(|(name, w)| (name.clone(), weight_value(*w))).collect(),
+            None => live,
         };
-        let mut new = state.clone();
-        new.set("weights", Value::Map(weights));
-        new.set("id", format!("{project}/{url_map}").into());
-        Some(new)
+        state.set_weights(managed);
+        state.id = format!("{project}/{url_map}").into();
+        Some(state)
     }
 
-    async fn create(&self, ctx: &Context<ProviderData>, planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
+    async fn create(
+        &self,
+        ctx: &Context<ProviderData>,
+        planned: WeightedBackendModel,
+        diags: &mut Diagnostics,
+    ) -> Option<WeightedBackendModel> {
         write(ctx, planned, diags).await
     }
 
     async fn update(
         &self,
         ctx: &Context<ProviderData>,
-        _prior: &Value,
-        planned: &Value,
+        _prior: WeightedBackendModel,
+        planned: WeightedBackendModel,
         diags: &mut Diagnostics,
-    ) -> Option<Value> {
+    ) -> Option<WeightedBackendModel> {
         write(ctx, planned, diags).await
     }
 
-    async fn delete(&self, _ctx: &Context<ProviderData>, prior: &Value, diags: &mut Diagnostics) {
-        let id = prior.get("id").as_str().unwrap_or_default();
+    async fn delete(&self, _ctx: &Context<ProviderData>, prior: WeightedBackendModel, diags: &mut Diagnostics) {
+        let id = prior.id.get().cloned().unwrap_or_default();
         diags.warning(
             "URL map left as it is",
             format!("Terraform no longer manages the weights of URL map {id}; the URL map and its current weights stay unchanged in Google Cloud."),
         );
     }
 
-    async fn import(&self, _ctx: &Context<ProviderData>, id: &str, diags: &mut Diagnostics) -> Option<Value> {
+    async fn import(
+        &self,
+        _ctx: &Context<ProviderData>,
+        id: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<WeightedBackendModel> {
         let Some((project, url_map)) = id
             .split_once('/')
             .filter(|(p, u)| is_project_id(p) && is_google_name(u))
@@ -220,151 +212,32 @@ impl Resource<ProviderData> for WeightedBackend {
             );
             return None;
         };
-        Some(Value::object([
-            ("id", Value::from(id)),
-            ("project", Value::from(project)),
-            ("url_map", Value::from(url_map)),
-        ]))
+        Some(WeightedBackendModel {
+            id: id.into(),
+            project: project.into(),
+            url_map: url_map.into(),
+            weights: Field::Null,
+        })
     }
 }
 
-fn weight(n: &Number) -> Option<u32> {
-    n.as_u64().filter(|w| *w <= MAX_WEIGHT).map(|w| w as u32)
-}
-
-fn weight_value(w: u32) -> Value {
-    Value::Number(Number::from(u64::from(w)))
-}
-
-/// Applies the planned weights and returns the new state (the planned value itself).
-async fn write(ctx: &Context<ProviderData>, planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
-    let compute = match ctx.data.compute() {
-        Ok(c) => c,
-        Err(problem) => {
-            diags.error("Google Cloud is not configured", problem);
-            return None;
-        }
-    };
-    let (Some(project), Some(url_map), Some(weights)) = (
-        planned.get("project").as_str(),
-        planned.get("url_map").as_str(),
-        planned.get("weights").entries(),
-    ) else {
-        diags.error("Provider bug", "The planned weights are not known at apply time.");
+/// Applies the planned weights and returns the new state (the plan itself).
+async fn write(
+    ctx: &Context<ProviderData>,
+    planned: WeightedBackendModel,
+    diags: &mut Diagnostics,
+) -> Option<WeightedBackendModel> {
+    let compute = diags.check(ctx.data.compute())?;
+    let project = diags.check(planned.project.require("project"))?;
+    let url_map = diags.check(planned.url_map.require("url_map"))?;
+    let Some(desired) = planned.known_weights() else {
+        diags.attribute_error(
+            AttributePath::root("weights"),
+            "Provider bug",
+            format!("The planned weights are not all known whole numbers from 0 to {MAX_WEIGHT} at apply time. Please report this."),
+        );
         return None;
     };
-    let desired: BTreeMap<String, u32> = weights
-        .iter()
-        .filter_map(|(k, v)| Some((backend_name(k).to_string(), weight(v.as_number()?)?)))
-        .collect();
-    match set_weights(&compute, project, url_map, &desired).await {
-        Ok(()) => Some(planned.clone()),
-        Err(WriteError::UnknownBackends { unknown, real }) => {
-            for key in weights.keys().filter(|k| unknown.iter().any(|u| u == backend_name(k))) {
-                diags.attribute_error(
-                    AttributePath::root("weights").key(key),
-                    "Not a weighted backend service of this URL map",
-                    format!(
-                        "{key:?} is not in the weightedBackendServices of URL map {project}/{url_map}. Its weighted backend services are: {}.",
-                        real.join(", ")
-                    ),
-                );
-            }
-            None
-        }
-        Err(WriteError::Other(summary, detail)) => {
-            diags.error(summary, detail);
-            None
-        }
-    }
-}
-
-enum WriteError {
-    UnknownBackends { unknown: Vec<String>, real: Vec<String> },
-    Other(String, String),
-}
-
-/// Read → change only the weights → write with the fingerprint → wait; on HTTP 412 re-read and
-/// try again, at most [`CONFLICT_RETRIES`] times.
-async fn set_weights(
-    compute: &Compute,
-    project: &str,
-    url_map: &str,
-    desired: &BTreeMap<String, u32>,
-) -> Result<(), WriteError> {
-    let api = |e: ComputeError| {
-        WriteError::Other(
-            "Google Cloud API error".into(),
-            format!("URL map {project}/{url_map}: {e}"),
-        )
-    };
-    for attempt in 1..=CONFLICT_RETRIES + 1 {
-        let map = compute.get_url_map(project, url_map).await.map_err(api)?;
-        let entries = map.weighted_entries();
-        let live = map.weighted();
-        if live.is_empty() {
-            return Err(WriteError::Other(
-                "No weighted backend services".into(),
-                format!("URL map {project}/{url_map} has no defaultRouteAction.weightedBackendServices to set weights on. Give it some first (`locality gen` writes them)."),
-            ));
-        }
-        let real: Vec<String> = live.iter().map(|w| w.name().to_string()).collect();
-        let unknown: Vec<String> = desired.keys().filter(|k| !real.contains(k)).cloned().collect();
-        if !unknown.is_empty() {
-            return Err(WriteError::UnknownBackends { unknown, real });
-        }
-        let mut changed = false;
-        let mut total = 0;
-        let new_entries: Vec<serde_json::Value> = entries
-            .into_iter()
-            .zip(&live)
-            .map(|(mut entry, w)| {
-                let weight = desired.get(w.name()).copied().unwrap_or(w.weight);
-                total += weight;
-                if weight != w.weight {
-                    changed = true;
-                    entry["weight"] = weight.into();
-                }
-                entry
-            })
-            .collect();
-        if total == 0 {
-            return Err(WriteError::Other(
-                "Every weight would be zero".into(),
-                format!("With these weights every weighted backend service of URL map {project}/{url_map} would be 0, sending traffic nowhere."),
-            ));
-        }
-        if !changed {
-            return Ok(());
-        }
-        let fingerprint = map
-            .fingerprint()
-            .ok_or_else(|| api(ComputeError::Decode("the URL map has no fingerprint".into())))?;
-        match compute
-            .patch_weighted(
-                project,
-                url_map,
-                fingerprint,
-                new_entries,
-                &crate::provider::http::uuid_v4(),
-            )
-            .await
-        {
-            Ok(()) => return Ok(()),
-            Err(ComputeError::Conflict) => {
-                tracing::info!(
-                    attempt,
-                    "URL map changed between read and write (HTTP 412); reading it again"
-                );
-            }
-            Err(e) => return Err(api(e)),
-        }
-    }
-    Err(WriteError::Other(
-        "URL map keeps changing".into(),
-        format!(
-            "URL map {project}/{url_map} changed between read and write {} times in a row (HTTP 412); try again.",
-            CONFLICT_RETRIES + 1
-        ),
-    ))
+    diags.check(compute.set_weights(project, url_map, &desired).await)?;
+    Some(planned)
 }

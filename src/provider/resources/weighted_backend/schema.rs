@@ -1,6 +1,12 @@
 //! The `locality_weighted_backend` schema. Its descriptions are the resource's documentation.
 
+use crate::provider::google::backend_name;
+use crate::provider::DEFAULT_PROJECT;
 use crate::tfplugin::{Attribute, Block, Schema, Type};
+
+fn same_backend_service(a: &str, b: &str) -> bool {
+    backend_name(a) == backend_name(b)
+}
 
 /// The resource schema.
 pub fn schema() -> Schema {
@@ -21,13 +27,18 @@ pub fn schema() -> Schema {
                 .use_state_for_unknown()
                 .description("`<project>/<url_map>`."),
         )
-        .attribute(Attribute::string("project").optional().computed().requires_replace().description(
+        .attribute(
+            Attribute::string("project")
+                .provider_default(DEFAULT_PROJECT, "`project` in the provider's `google` block")
+                .requires_replace()
+                .description(
             "The project of the URL map. Default: the provider's `google.project`. Changing it replaces the resource.",
-        ))
+                ),
+        )
         .attribute(Attribute::string("url_map").required().requires_replace().description(
             "The URL map's name. Changing it replaces the resource.",
         ))
-        .attribute(Attribute::typed("weights", Type::map(Type::Number)).required().description(
+        .attribute(Attribute::typed("weights", Type::map(Type::Number)).required().key_equality(same_backend_service).description(
             "Backend service → weight, a whole number from 0 to 1000. Keys are backend-service names (`web-bs`); \
              `projects/P/global/backendServices/NAME` paths and full self-links are accepted and compared by \
              name. Every key must already be one of the URL map's weighted backend services (checked at apply, \

@@ -1,12 +1,14 @@
 //! `locality_zone_replica_map`: the per-AZ replica endpoint map (DESIGN.md §2.2).
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs);
+//! - `model.rs`: the model, the only place attributes and blocks are named;
 //! - `validate.rs`: offline configuration checks;
-//! - `model.rs`: topology → map → document, and back;
+//! - `replica_map.rs`: the domain: topology → map → document, and back;
 //! - `target.rs`: where the document is published and read back (file, Secrets Manager, SSM);
-//! - this file: the Terraform lifecycle glue, and topology discovery (`crate::provider::aws`).
+//! - this file: the glue, and topology discovery (`crate::provider::aws`).
 
 mod model;
+mod replica_map;
 mod schema;
 mod target;
 mod validate;
@@ -15,14 +17,17 @@ use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 
-pub use model::{parse_document, Member, ReplicaMap, Role, Topology};
+pub use model::{FileModel, MemberModel, SecretsManagerModel, SsmParameterModel, ZoneReplicaMapModel};
+pub use replica_map::{parse_document, Member, ReplicaMap, Role, Topology};
 pub use schema::schema;
+pub use target::{PublishError, Target};
 pub use validate::{check_endpoint, is_zone_name};
 
-use self::target::{Target, WriteError, KNOWN_KINDS};
+use self::model::{blocks, strings};
+use self::target::KNOWN_KINDS;
 use crate::provider::aws::AwsError;
 use crate::provider::ProviderData;
-use crate::tfplugin::{AttributePath, Context, Diagnostics, PlanRequest, Resource, Schema, Value};
+use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Field, Resource, Schema};
 
 /// The resource type.
 pub struct ZoneReplicaMap;
@@ -32,6 +37,8 @@ pub const TYPE_NAME: &str = "locality_zone_replica_map";
 
 #[async_trait]
 impl Resource<ProviderData> for ZoneReplicaMap {
+    type Model = ZoneReplicaMapModel;
+
     fn type_name(&self) -> &'static str {
         TYPE_NAME
     }
@@ -40,110 +47,109 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         schema()
     }
 
-    fn validate(&self, config: &Value, diags: &mut Diagnostics) {
+    fn validate(&self, config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
         validate::validate(config, diags);
     }
 
     async fn modify_plan(
         &self,
         ctx: &Context<ProviderData>,
-        req: PlanRequest<'_>,
-        planned: &mut Value,
+        _prior: Option<&ZoneReplicaMapModel>,
+        config: &ZoneReplicaMapModel,
+        planned: &mut ZoneReplicaMapModel,
         diags: &mut Diagnostics,
     ) {
         // Everything is derivable at plan time when the inputs are known (the topology is
         // re-discovered here), so the plan shows the exact endpoints, naming the AZ that changes.
-        let target = target_of(planned);
+        let target = planned.target();
         if let Some(target) = &target {
-            planned.set("id", target.id().into());
+            planned.id = target.id().into();
         }
-        let Some(topology) = topology(ctx, planned, req.config.get("fallback_endpoint"), diags).await else {
+        let Some(topology) = topology(ctx, planned, &config.fallback_endpoint, diags).await else {
             return;
         };
-        planned.set("fallback_endpoint", topology.fallback.as_str().into());
+        planned.fallback_endpoint = topology.fallback.as_str().into();
         let map = topology.replica_map();
         let document = map.document();
-        set_published(planned, &map, &document);
-        // A content hash is known now; a secret's VersionId or a parameter's version only after
-        // the write, unless nothing is written.
-        let unchanged = req.prior.get("document").as_str() == Some(document.as_str());
-        match target {
-            Some(t) if t.version_is_content_hash() => {
-                planned.set("version", model::sha256_hex(document.as_bytes()).into())
-            }
-            _ if unchanged => planned.set("version", req.prior.get("version").clone()),
-            _ => planned.set("version", Value::Unknown),
+        planned.set_published(&map.endpoints, &map.uncovered_zones, &document);
+        // A file's version is its content hash, known now. A secret's VersionId or a
+        // parameter's version tracks `document` (schema): kept while it is unchanged.
+        if target.is_some_and(|t| t.version_is_content_hash()) {
+            planned.version = replica_map::sha256_hex(document.as_bytes()).into();
         }
     }
 
-    async fn read(&self, ctx: &Context<ProviderData>, state: &Value, diags: &mut Diagnostics) -> Option<Value> {
-        let Some(target) = target_of(state) else {
+    async fn read(
+        &self,
+        ctx: &Context<ProviderData>,
+        mut state: ZoneReplicaMapModel,
+        diags: &mut Diagnostics,
+    ) -> Option<ZoneReplicaMapModel> {
+        let Some(target) = state.target() else {
             diags.error(
                 "Invalid state",
                 "The state has no publish target; import the resource again.",
             );
-            return Some(state.clone());
+            return None;
         };
-        match target.read(&ctx.data).await {
-            Ok(None) => {
-                diags.warning(
-                    "Published replica map not found",
-                    format!(
-                        "Nothing is published at {} any more; it will be published again.",
-                        target.id()
-                    ),
-                );
-                None
-            }
-            Ok(Some((text, version))) => {
-                let published = parse_document(&text);
-                let mut new = state.clone();
-                new.set("id", target.id().into());
-                new.set("endpoints", string_map(&published.endpoints));
-                if let Some(fallback) = published.fallback {
-                    new.set("fallback_endpoint", fallback.into());
-                }
-                new.set("version", version.into());
-                new.set("document", text.into());
-                Some(new)
-            }
-            Err(e) => {
-                diags.error("Cannot read the published replica map", e);
-                Some(state.clone())
-            }
+        let Some((text, version)) = diags.check(target.read(&ctx.data).await)? else {
+            diags.warning(
+                "Published replica map not found",
+                format!(
+                    "Nothing is published at {} any more; it will be published again.",
+                    target.id()
+                ),
+            );
+            return None;
+        };
+        let published = parse_document(&text);
+        state.id = target.id().into();
+        state.set_endpoints(&published.endpoints);
+        if let Some(fallback) = published.fallback {
+            state.fallback_endpoint = fallback.into();
         }
+        state.version = version.into();
+        state.document = text.into();
+        Some(state)
     }
 
-    async fn create(&self, ctx: &Context<ProviderData>, planned: &Value, diags: &mut Diagnostics) -> Option<Value> {
+    async fn create(
+        &self,
+        ctx: &Context<ProviderData>,
+        planned: ZoneReplicaMapModel,
+        diags: &mut Diagnostics,
+    ) -> Option<ZoneReplicaMapModel> {
         publish(ctx, planned, true, diags).await
     }
 
     async fn update(
         &self,
         ctx: &Context<ProviderData>,
-        prior: &Value,
-        planned: &Value,
+        prior: ZoneReplicaMapModel,
+        planned: ZoneReplicaMapModel,
         diags: &mut Diagnostics,
-    ) -> Option<Value> {
+    ) -> Option<ZoneReplicaMapModel> {
         // Only the configuration changed (e.g. the topology source after an import): what is
         // published is already right, and writing it again would make a new version for nothing.
-        if prior.get("document") == planned.get("document") && planned.get("version").as_str().is_some() {
-            return Some(planned.clone());
+        if prior.document == planned.document && planned.version.is_known() {
+            return Some(planned);
         }
         publish(ctx, planned, false, diags).await
     }
 
-    async fn delete(&self, ctx: &Context<ProviderData>, prior: &Value, diags: &mut Diagnostics) {
-        if let Some(target) = target_of(prior) {
-            match target.delete(&ctx.data).await {
-                Ok(Some(note)) => diags.warning("Published replica map left in place", note),
-                Ok(None) => {}
-                Err(e) => diags.error("Cannot remove the published replica map", e),
-            }
+    async fn delete(&self, ctx: &Context<ProviderData>, prior: ZoneReplicaMapModel, diags: &mut Diagnostics) {
+        let Some(target) = prior.target() else { return };
+        if let Some(Some(note)) = diags.check(target.delete(&ctx.data).await) {
+            diags.warning("Published replica map left in place", note);
         }
     }
 
-    async fn import(&self, _ctx: &Context<ProviderData>, id: &str, diags: &mut Diagnostics) -> Option<Value> {
+    async fn import(
+        &self,
+        _ctx: &Context<ProviderData>,
+        id: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<ZoneReplicaMapModel> {
         let (kind, name) = match id.split_once(':') {
             Some((kind, name)) if KNOWN_KINDS.contains(&kind) => (kind, name),
             _ => ("file", id),
@@ -155,82 +161,34 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             );
             return None;
         }
-        let (block, attr, target) = match kind {
-            "secretsmanager" => ("secretsmanager", "secret_id", Target::SecretsManager(name.into())),
-            "ssm" => ("ssm_parameter", "name", Target::Ssm(name.into())),
-            _ => ("file", "path", Target::File(name.into())),
+        let target = match kind {
+            "secretsmanager" => Target::SecretsManager(name.into()),
+            "ssm" => Target::Ssm(name.into()),
+            _ => Target::File(name.into()),
         };
-        Some(Value::object([
-            ("id", Value::from(target.id())),
-            (block, Value::List(vec![Value::object([(attr, Value::from(name))])])),
-            ("member", Value::List(Vec::new())),
-        ]))
+        Some(ZoneReplicaMapModel::imported(&target))
     }
 }
 
 /// Writes the planned (wholly known) document and returns the new state.
 async fn publish(
     ctx: &Context<ProviderData>,
-    planned: &Value,
+    mut planned: ZoneReplicaMapModel,
     creating: bool,
     diags: &mut Diagnostics,
-) -> Option<Value> {
-    let (Some(target), Some(document)) = (target_of(planned), planned.get("document").as_str()) else {
+) -> Option<ZoneReplicaMapModel> {
+    let document = diags.check(planned.document.require("document"))?.clone();
+    let Some(target) = planned.target() else {
         diags.error(
             "Provider bug",
-            "The planned replica map is not fully known at apply time.",
+            "The planned publish target is not known at apply time. Please report this.",
         );
         return None;
     };
-    let mut state = planned.clone();
-    state.set("id", target.id().into());
-    match target.write(&ctx.data, document, creating).await {
-        Ok(version) => {
-            state.set("version", version.into());
-            Some(state)
-        }
-        Err(WriteError::AlreadyExists(what)) => {
-            diags.error(
-                "Publish target already exists",
-                format!("{what} already exists and this resource did not create it. To manage it, import it:\n  terraform import {TYPE_NAME}.NAME {}", target.id()),
-            );
-            None
-        }
-        Err(WriteError::Missing(problem)) | Err(WriteError::Other(problem)) => {
-            diags.error("Cannot publish the replica map", problem);
-            None
-        }
-    }
-}
-
-fn set_published(value: &mut Value, map: &ReplicaMap, document: &str) {
-    value.set("endpoints", string_map(&map.endpoints));
-    value.set(
-        "uncovered_zones",
-        Value::List(map.uncovered_zones.iter().map(|z| z.as_str().into()).collect()),
-    );
-    value.set("document", document.into());
-}
-
-fn string_map(map: &std::collections::BTreeMap<String, String>) -> Value {
-    Value::Map(map.iter().map(|(k, v)| (k.clone(), v.as_str().into())).collect())
-}
-
-fn target_of(value: &Value) -> Option<Target> {
-    let first = |block: &str, attr: &str| {
-        value
-            .get(block)
-            .elements()
-            .first()
-            .and_then(|b| b.get(attr).as_str().map(String::from))
-    };
-    if let Some(id) = first("secretsmanager", "secret_id") {
-        return Some(Target::SecretsManager(id));
-    }
-    if let Some(name) = first("ssm_parameter", "name") {
-        return Some(Target::Ssm(name));
-    }
-    first("file", "path").map(|p| Target::File(p.into()))
+    planned.id = target.id().into();
+    let version = diags.check(target.write(&ctx.data, &document, creating).await)?;
+    planned.version = version.into();
+    Some(planned)
 }
 
 /// The topology, when every part of it is known: from ElastiCache, or from `member` blocks.
@@ -238,109 +196,42 @@ fn target_of(value: &Value) -> Option<Target> {
 /// state's, which must not outlive a rediscovered reader endpoint).
 async fn topology(
     ctx: &Context<ProviderData>,
-    value: &Value,
-    configured_fallback: &Value,
+    planned: &ZoneReplicaMapModel,
+    configured_fallback: &Field<String>,
     diags: &mut Diagnostics,
 ) -> Option<Topology> {
-    let zones = match value.get("zones") {
-        Value::Null => None,
-        Value::Set(items) | Value::List(items) => Some(
-            items
-                .iter()
-                .map(|z| z.as_str().map(String::from))
-                .collect::<Option<BTreeSet<_>>>()?,
-        ),
-        _ => return None,
+    let zones: Option<BTreeSet<String>> = match &planned.zones {
+        Field::Null => None,
+        Field::Known(set) => Some(strings(&set.0)?.into_iter().collect()),
+        Field::Unknown => return None,
     };
-    let read_from_primary = match value.get("read_from_primary") {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        _ => return None,
+    let read_from_primary = match planned.read_from_primary {
+        Field::Null => false,
+        Field::Known(b) => b,
+        Field::Unknown => return None,
     };
-    let (members, fallback) = match value.get("replication_group_id") {
-        Value::Unknown => return None,
-        Value::String(group) => {
-            let at = || AttributePath::root("replication_group_id");
-            let discovered = match ctx.data.aws().await.discover(group).await {
-                Ok(d) => d,
-                Err(AwsError::NotFound(what)) => {
-                    diags.attribute_error(
-                        at(),
-                        "Replication group not found",
-                        format!("{what} does not exist in this region (DescribeReplicationGroups)."),
-                    );
-                    return None;
-                }
-                Err(AwsError::ClusterMode(g)) => {
-                    diags.attribute_error(
-                        at(),
-                        "Cluster mode is not supported",
-                        format!("Replication group {g:?} has cluster mode enabled: keys are spread over shards, so one replica per AZ cannot serve every read. Use a cluster-mode-disabled group."),
-                    );
-                    return None;
-                }
-                Err(e) => {
-                    diags.attribute_error(at(), "Cannot describe the replication group", e.to_string());
-                    return None;
-                }
-            };
-            let members = discovered
-                .nodes
+    let (members, fallback) = match &planned.replication_group_id {
+        Field::Unknown => return None,
+        Field::Known(group) => discovered(ctx, group, configured_fallback, diags).await?,
+        Field::Null => {
+            if planned.member.is_unknown() {
+                return None; // a `dynamic` block fed by another resource
+            }
+            let members = blocks(&planned.member)
                 .iter()
-                .map(|n| Member {
-                    endpoint: n.endpoint.clone(),
-                    zone: n.zone.clone(),
-                    role: if n.role == "primary" {
-                        Role::Primary
-                    } else {
-                        Role::Replica
-                    },
-                })
-                .collect();
-            let fallback = match (
-                configured_fallback.as_str(),
-                &discovered.reader_endpoint,
-                &discovered.primary_endpoint,
-            ) {
-                (Some(configured), _, _) => configured.to_string(),
-                (None, Some(reader), _) => reader.clone(),
-                (None, None, Some(primary)) => {
-                    diags.warning(
-                        "No reader endpoint",
-                        format!("DescribeReplicationGroups returned no reader endpoint for {group:?}; the fallback is the primary endpoint {primary}. Set `fallback_endpoint` to choose another."),
-                    );
-                    primary.clone()
-                }
-                (None, None, None) => {
-                    diags.attribute_error(
-                        AttributePath::root("fallback_endpoint"),
-                        "No fallback endpoint",
-                        format!("Replication group {group:?} has neither a reader nor a primary endpoint; set `fallback_endpoint`."),
-                    );
-                    return None;
-                }
-            };
-            (members, fallback)
-        }
-        _ => {
-            let members = match value.get("member") {
-                Value::List(items) => items
-                    .iter()
-                    .map(|m| {
-                        Some(Member {
-                            endpoint: m.get("endpoint").as_str()?.to_string(),
-                            zone: m.get("zone").as_str()?.to_string(),
-                            role: match m.get("role") {
-                                Value::String(r) if r == "primary" => Role::Primary,
-                                Value::String(_) | Value::Null => Role::Replica,
-                                _ => return None,
-                            },
-                        })
+                .map(|m| {
+                    Some(Member {
+                        endpoint: m.endpoint.get()?.clone(),
+                        zone: m.zone.get()?.clone(),
+                        role: match &m.role {
+                            Field::Known(r) if r == "primary" => Role::Primary,
+                            Field::Known(_) | Field::Null => Role::Replica,
+                            Field::Unknown => return None,
+                        },
                     })
-                    .collect::<Option<Vec<_>>>()?,
-                _ => return None,
-            };
-            (members, configured_fallback.as_str()?.to_string())
+                })
+                .collect::<Option<Vec<_>>>()?;
+            (members, configured_fallback.get()?.clone())
         }
     };
     Some(Topology {
@@ -349,4 +240,76 @@ async fn topology(
         zones,
         read_from_primary,
     })
+}
+
+/// The members and fallback of a replication group, from ElastiCache.
+async fn discovered(
+    ctx: &Context<ProviderData>,
+    group: &str,
+    configured_fallback: &Field<String>,
+    diags: &mut Diagnostics,
+) -> Option<(Vec<Member>, String)> {
+    let at = || AttributePath::root("replication_group_id");
+    let found = match ctx.data.aws().await.discover(group).await {
+        Ok(d) => d,
+        Err(AwsError::NotFound(what)) => {
+            diags.attribute_error(
+                at(),
+                "Replication group not found",
+                format!("{what} does not exist in this region (DescribeReplicationGroups)."),
+            );
+            return None;
+        }
+        Err(AwsError::ClusterMode(g)) => {
+            diags.attribute_error(
+                at(),
+                "Cluster mode is not supported",
+                format!("Replication group {g:?} has cluster mode enabled: keys are spread over shards, so one replica per AZ cannot serve every read. Use a cluster-mode-disabled group."),
+            );
+            return None;
+        }
+        Err(e) => {
+            diags.add(Diagnostic::error("Cannot describe the replication group", e.to_string()).at(at()));
+            return None;
+        }
+    };
+    let members = found
+        .nodes
+        .iter()
+        .map(|n| Member {
+            endpoint: n.endpoint.clone(),
+            zone: n.zone.clone(),
+            role: if n.role == "primary" {
+                Role::Primary
+            } else {
+                Role::Replica
+            },
+        })
+        .collect();
+    let fallback = match (
+        configured_fallback.get(),
+        &found.reader_endpoint,
+        &found.primary_endpoint,
+    ) {
+        (Some(configured), _, _) => configured.clone(),
+        (None, Some(reader), _) => reader.clone(),
+        (None, None, Some(primary)) => {
+            diags.warning(
+                "No reader endpoint",
+                format!("DescribeReplicationGroups returned no reader endpoint for {group:?}; the fallback is the primary endpoint {primary}. Set `fallback_endpoint` to choose another."),
+            );
+            primary.clone()
+        }
+        (None, None, None) => {
+            diags.attribute_error(
+                AttributePath::root("fallback_endpoint"),
+                "No fallback endpoint",
+                format!(
+                    "Replication group {group:?} has neither a reader nor a primary endpoint; set `fallback_endpoint`."
+                ),
+            );
+            return None;
+        }
+    };
+    Some((members, fallback))
 }

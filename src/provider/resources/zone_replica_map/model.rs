@@ -1,203 +1,163 @@
-//! The replica map itself: from a topology (members, fallback, zones) to the endpoints per AZ
-//! and the published document, and back from a published document. Pure functions, no I/O.
+//! The `locality_zone_replica_map` model: the only place its attributes and blocks are named.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use sha2::{Digest, Sha256};
+use super::target::Target;
+use crate::tfplugin::{Field, Set};
 
-/// A node's role in the replication group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The writer.
-    Primary,
-    /// A read replica.
-    Replica,
+crate::model! {
+    /// One `member` block.
+    pub struct MemberModel {
+        /// `host:port`.
+        pub endpoint: Field<String>,
+        /// The AZ.
+        pub zone: Field<String>,
+        /// `replica` or `primary`.
+        pub role: Field<String>,
+    }
 }
 
-/// One node of the topology.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    /// `host:port`
-    pub endpoint: String,
-    /// AZ name.
-    pub zone: String,
-    /// Role.
-    pub role: Role,
+crate::model! {
+    /// The `file` block.
+    pub struct FileModel {
+        /// The file's path.
+        pub path: Field<String>,
+    }
 }
 
-/// The inputs of the map.
-#[derive(Debug, Clone)]
-pub struct Topology {
-    /// The nodes.
-    pub members: Vec<Member>,
-    /// The endpoint for AZs without an entry.
-    pub fallback: String,
-    /// The client AZs to publish; `None` means every AZ with a member.
-    pub zones: Option<BTreeSet<String>>,
-    /// Whether an AZ with only the primary routes there.
-    pub read_from_primary: bool,
+crate::model! {
+    /// The `secretsmanager` block.
+    pub struct SecretsManagerModel {
+        /// The secret's name or ARN.
+        pub secret_id: Field<String>,
+    }
 }
 
-/// What gets published.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplicaMap {
-    /// The fallback endpoint.
-    pub fallback: String,
-    /// AZ → endpoint.
-    pub endpoints: BTreeMap<String, String>,
-    /// AZs that will still read across a zone (sorted).
-    pub uncovered_zones: Vec<String>,
+crate::model! {
+    /// The `ssm_parameter` block.
+    pub struct SsmParameterModel {
+        /// The parameter's name.
+        pub name: Field<String>,
+    }
 }
 
-impl Topology {
-    /// Chooses one endpoint per client AZ.
-    pub fn replica_map(&self) -> ReplicaMap {
-        let zones: BTreeSet<String> = self
-            .zones
-            .clone()
-            .unwrap_or_else(|| self.members.iter().map(|m| m.zone.clone()).collect());
-        let mut endpoints = BTreeMap::new();
-        let mut uncovered = Vec::new();
-        for zone in zones {
-            let pick = |role: Role| {
-                self.members
-                    .iter()
-                    .filter(|m| m.zone == zone && m.role == role)
-                    .map(|m| m.endpoint.as_str())
-                    .min()
-            };
-            let chosen = pick(Role::Replica).or_else(|| {
-                if self.read_from_primary {
-                    pick(Role::Primary)
-                } else {
-                    None
-                }
-            });
-            match chosen {
-                Some(endpoint) => {
-                    endpoints.insert(zone, endpoint.to_string());
-                }
-                None => uncovered.push(zone),
+crate::model! {
+    /// The replica map resource.
+    pub struct ZoneReplicaMapModel {
+        /// `<kind>:<name>` of the publish target.
+        pub id: Field<String>,
+        /// The ElastiCache replication group to discover.
+        pub replication_group_id: Field<String>,
+        /// The endpoint for AZs without an entry.
+        pub fallback_endpoint: Field<String>,
+        /// The client AZs to publish.
+        pub zones: Field<Set<Field<String>>>,
+        /// Whether a primary-only AZ routes to the primary.
+        pub read_from_primary: Field<bool>,
+        /// AZ → endpoint, as published.
+        pub endpoints: Field<BTreeMap<String, Field<String>>>,
+        /// AZs whose reads still cross a zone.
+        pub uncovered_zones: Field<Vec<Field<String>>>,
+        /// The published JSON.
+        pub document: Field<String>,
+        /// The published version.
+        pub version: Field<String>,
+        /// The members, instead of discovery.
+        pub member: Field<Vec<MemberModel>>,
+        /// Publish to a file.
+        pub file: Field<Vec<FileModel>>,
+        /// Publish to a Secrets Manager secret.
+        pub secretsmanager: Field<Vec<SecretsManagerModel>>,
+        /// Publish to an SSM parameter.
+        pub ssm_parameter: Field<Vec<SsmParameterModel>>,
+    }
+}
+
+/// The elements of a list block that is known (an unknown list, from a `dynamic` block fed by
+/// another resource, has none yet).
+pub(super) fn blocks<T>(field: &Field<Vec<T>>) -> &[T] {
+    field.get().map_or(&[], Vec::as_slice)
+}
+
+/// The known strings of a collection.
+pub(super) fn strings<'a>(items: impl IntoIterator<Item = &'a Field<String>>) -> Option<Vec<String>> {
+    items.into_iter().map(|f| f.get().cloned()).collect()
+}
+
+fn known_strings(items: &[String]) -> Vec<Field<String>> {
+    items.iter().map(|s| Field::Known(s.clone())).collect()
+}
+
+impl ZoneReplicaMapModel {
+    /// The publish target, when its block and name are known.
+    pub fn target(&self) -> Option<Target> {
+        if let Some(id) = blocks(&self.secretsmanager).first().and_then(|b| b.secret_id.get()) {
+            return Some(Target::SecretsManager(id.clone()));
+        }
+        if let Some(name) = blocks(&self.ssm_parameter).first().and_then(|b| b.name.get()) {
+            return Some(Target::Ssm(name.clone()));
+        }
+        blocks(&self.file)
+            .first()
+            .and_then(|b| b.path.get())
+            .map(|p| Target::File(p.into()))
+    }
+
+    /// A state for an imported target: the target block and no members.
+    pub fn imported(target: &Target) -> Self {
+        let mut model = ZoneReplicaMapModel {
+            id: target.id().into(),
+            member: Field::Known(Vec::new()),
+            ..Default::default()
+        };
+        match target {
+            Target::SecretsManager(id) => {
+                model.secretsmanager = Field::Known(vec![SecretsManagerModel {
+                    secret_id: id.as_str().into(),
+                }])
+            }
+            Target::Ssm(name) => {
+                model.ssm_parameter = Field::Known(vec![SsmParameterModel {
+                    name: name.as_str().into(),
+                }])
+            }
+            Target::File(path) => {
+                model.file = Field::Known(vec![FileModel {
+                    path: path.display().to_string().into(),
+                }])
             }
         }
-        ReplicaMap {
-            fallback: self.fallback.clone(),
-            endpoints,
-            uncovered_zones: uncovered,
-        }
+        model
     }
-}
 
-impl ReplicaMap {
-    /// The published JSON: `{"version":1,"fallback":...,"zones":{...}}`, keys sorted, no
-    /// whitespace, no timestamp.
-    pub fn document(&self) -> String {
-        let mut zones = serde_json::Map::new();
-        for (zone, endpoint) in &self.endpoints {
-            zones.insert(zone.clone(), endpoint.clone().into());
-        }
-        let mut doc = serde_json::Map::new();
-        doc.insert("version".into(), 1.into());
-        doc.insert("fallback".into(), self.fallback.clone().into());
-        doc.insert("zones".into(), zones.into());
-        serde_json::Value::Object(doc).to_string()
+    /// Sets what is published: the endpoints, the uncovered zones and the document.
+    pub fn set_published(&mut self, endpoints: &BTreeMap<String, String>, uncovered: &[String], document: &str) {
+        self.set_endpoints(endpoints);
+        self.uncovered_zones = Field::Known(known_strings(uncovered));
+        self.document = document.into();
     }
-}
 
-/// What a published document says, as far as it can be read.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Published {
-    /// The fallback, if the document has one.
-    pub fallback: Option<String>,
-    /// The zone entries that are strings.
-    pub endpoints: BTreeMap<String, String>,
-}
-
-/// Reads a published document leniently: a hand-edited or broken document still yields
-/// whatever entries it has, so the plan can show what will be restored.
-pub fn parse_document(text: &str) -> Published {
-    let Ok(serde_json::Value::Object(doc)) = serde_json::from_str::<serde_json::Value>(text) else {
-        return Published::default();
-    };
-    Published {
-        fallback: doc.get("fallback").and_then(|v| v.as_str()).map(String::from),
-        endpoints: doc
-            .get("zones")
-            .and_then(|z| z.as_object())
-            .map(|z| {
-                z.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default(),
+    /// Sets the endpoints map.
+    pub fn set_endpoints(&mut self, endpoints: &BTreeMap<String, String>) {
+        self.endpoints = Field::Known(
+            endpoints
+                .iter()
+                .map(|(k, v)| (k.clone(), Field::Known(v.clone())))
+                .collect(),
+        );
     }
-}
-
-/// SHA-256 of the published bytes, hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn member(endpoint: &str, zone: &str, role: Role) -> Member {
-        Member {
-            endpoint: endpoint.into(),
-            zone: zone.into(),
-            role,
-        }
-    }
-
-    fn topology() -> Topology {
-        Topology {
-            members: vec![
-                member("node-001.example:6379", "ap-northeast-1a", Role::Primary),
-                member("node-003.example:6379", "ap-northeast-1c", Role::Replica),
-                member("node-002.example:6379", "ap-northeast-1c", Role::Replica),
-            ],
-            fallback: "reader.example:6379".into(),
-            zones: None,
-            read_from_primary: false,
-        }
-    }
+    use crate::tfplugin::model::ModelValue;
 
     #[test]
-    fn one_endpoint_per_zone_and_primary_only_zones_uncovered() {
-        let map = topology().replica_map();
-        assert_eq!(map.endpoints.len(), 1);
-        assert_eq!(map.endpoints["ap-northeast-1c"], "node-002.example:6379");
-        assert_eq!(map.uncovered_zones, ["ap-northeast-1a"]);
+    fn model_and_schema_name_the_same_attributes_with_the_same_types() {
         assert_eq!(
-            map.document(),
-            r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"}}"#
+            ZoneReplicaMapModel::value_type(),
+            super::super::schema().block.value_type()
         );
-    }
-
-    #[test]
-    fn read_from_primary_and_explicit_zones() {
-        let mut t = topology();
-        t.read_from_primary = true;
-        t.zones = Some(
-            ["ap-northeast-1a", "ap-northeast-1d"]
-                .into_iter()
-                .map(String::from)
-                .collect(),
-        );
-        let map = t.replica_map();
-        assert_eq!(map.endpoints["ap-northeast-1a"], "node-001.example:6379");
-        assert_eq!(map.uncovered_zones, ["ap-northeast-1d"]);
-        assert!(!map.endpoints.contains_key("ap-northeast-1c"));
-    }
-
-    #[test]
-    fn documents_parse_back_leniently() {
-        let map = topology().replica_map();
-        let p = parse_document(&map.document());
-        assert_eq!(p.fallback.as_deref(), Some("reader.example:6379"));
-        assert_eq!(p.endpoints, map.endpoints);
-        assert_eq!(parse_document("not json"), Published::default());
-        assert_eq!(parse_document(r#"{"zones":{"a":1,"b":"x:1"}}"#).endpoints.len(), 1);
     }
 }

@@ -52,7 +52,7 @@ pub fn schema() -> Schema {
              `{\"version\":1,\"fallback\":\"reader.example:6379\",\"zones\":{\"ap-northeast-1a\":\"node-002.example:6379\"}}`. \
              Keys are sorted and there is no timestamp, so the same topology always gives the same bytes.",
         ))
-        .attribute(Attribute::string("version").computed().description(
+        .attribute(Attribute::string("version").computed().tracks(&["document"]).description(
             "The published version: the secret's VersionId, the parameter's version number, or for a `file` the \
              SHA-256 (hex) of its content.",
         ))

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use crate::provider::aws::AwsError;
 use crate::provider::ProviderData;
 
+use super::replica_map::sha256_hex;
+
 /// A place the document is published to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -23,16 +25,39 @@ pub enum Target {
 }
 
 /// Publish-target kinds that an import ID may name.
-pub const KNOWN_KINDS: [&str; 3] = ["file", "secretsmanager", "ssm"];
+pub(crate) const KNOWN_KINDS: [&str; 3] = ["file", "secretsmanager", "ssm"];
 
-/// Why a write failed.
-pub enum WriteError {
+/// Why reading, writing or removing the published document failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
     /// The target already exists and this resource did not create it (import it instead).
-    AlreadyExists(String),
-    /// The target a write needs does not exist (a secret must be created first).
-    Missing(String),
-    /// Anything else.
-    Other(String),
+    #[error("{target} already exists and this resource did not create it.")]
+    AlreadyExists {
+        /// The target's ID.
+        target: String,
+    },
+    /// The secret a write needs does not exist (it must be created first).
+    #[error("secret {secret_id:?} does not exist: create the secret first (this resource writes new versions of it)")]
+    MissingSecret {
+        /// The secret.
+        secret_id: String,
+    },
+    /// A file could not be read, written or removed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// AWS refused or failed.
+    #[error("{target}: {source}")]
+    Aws {
+        /// The target's ID.
+        target: String,
+        /// What AWS said.
+        source: AwsError,
+    },
 }
 
 impl Target {
@@ -53,29 +78,31 @@ impl Target {
     /// Reads the published document and its version; `Ok(None)` when nothing is published.
     ///
     /// # Errors
-    /// A message naming the target and the error.
-    pub async fn read(&self, data: &ProviderData) -> Result<Option<(String, String)>, String> {
+    /// [`PublishError`], naming the target.
+    pub async fn read(&self, data: &ProviderData) -> Result<Option<(String, String)>, PublishError> {
         match self {
             Target::File(path) => match tokio::fs::read(path).await {
-                Ok(bytes) => Ok(Some((
-                    String::from_utf8_lossy(&bytes).into_owned(),
-                    super::model::sha256_hex(&bytes),
-                ))),
+                Ok(bytes) => Ok(Some((String::from_utf8_lossy(&bytes).into_owned(), sha256_hex(&bytes)))),
                 Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+                Err(e) => Err(self.io(e)),
             },
-            Target::SecretsManager(id) => data
-                .aws()
-                .await
-                .read_secret(id)
-                .await
-                .map_err(|e| format!("secret {id:?}: {e}")),
-            Target::Ssm(name) => data
-                .aws()
-                .await
-                .read_parameter(name)
-                .await
-                .map_err(|e| format!("SSM parameter {name:?}: {e}")),
+            Target::SecretsManager(id) => data.aws().await.read_secret(id).await.map_err(|e| self.aws(e)),
+            Target::Ssm(name) => data.aws().await.read_parameter(name).await.map_err(|e| self.aws(e)),
+        }
+    }
+
+    fn io(&self, source: std::io::Error) -> PublishError {
+        let path = match self {
+            Target::File(path) => path.display().to_string(),
+            other => other.id(),
+        };
+        PublishError::Io { path, source }
+    }
+
+    fn aws(&self, source: AwsError) -> PublishError {
+        PublishError::Aws {
+            target: self.id(),
+            source,
         }
     }
 
@@ -83,20 +110,18 @@ impl Target {
     /// SSM parameter that already exists.
     ///
     /// # Errors
-    /// [`WriteError`].
-    pub async fn write(&self, data: &ProviderData, document: &str, creating: bool) -> Result<String, WriteError> {
+    /// [`PublishError`].
+    pub async fn write(&self, data: &ProviderData, document: &str, creating: bool) -> Result<String, PublishError> {
         match self {
             Target::File(path) => {
                 write_atomically(path, document.as_bytes())
                     .await
-                    .map_err(|e| WriteError::Other(format!("cannot write {}: {e}", path.display())))?;
-                Ok(super::model::sha256_hex(document.as_bytes()))
+                    .map_err(|e| self.io(e))?;
+                Ok(sha256_hex(document.as_bytes()))
             }
             Target::SecretsManager(id) => data.aws().await.write_secret(id, document).await.map_err(|e| match e {
-                AwsError::NotFound(what) => WriteError::Missing(format!(
-                    "{what} does not exist: create the secret first (this resource writes new versions of it)"
-                )),
-                other => WriteError::Other(format!("secret {id:?}: {other}")),
+                AwsError::NotFound(_) => PublishError::MissingSecret { secret_id: id.clone() },
+                other => self.aws(other),
             }),
             Target::Ssm(name) => data
                 .aws()
@@ -104,8 +129,8 @@ impl Target {
                 .write_parameter(name, document, !creating)
                 .await
                 .map_err(|e| match e {
-                    AwsError::AlreadyExists(what) => WriteError::AlreadyExists(what),
-                    other => WriteError::Other(format!("SSM parameter {name:?}: {other}")),
+                    AwsError::AlreadyExists(_) => PublishError::AlreadyExists { target: self.id() },
+                    other => self.aws(other),
                 }),
         }
     }
@@ -114,18 +139,24 @@ impl Target {
     /// place on purpose (a secret belongs to whoever created it).
     ///
     /// # Errors
-    /// A message naming the target and the error.
-    pub async fn delete(&self, data: &ProviderData) -> Result<Option<String>, String> {
+    /// [`PublishError`], naming the target.
+    pub async fn delete(&self, data: &ProviderData) -> Result<Option<String>, PublishError> {
         match self {
             Target::File(path) => match tokio::fs::remove_file(path).await {
                 Ok(()) => Ok(None),
                 Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+                Err(e) => Err(self.io(e)),
             },
             Target::SecretsManager(id) => Ok(Some(format!(
                 "Secret {id:?} keeps its last published replica map: its lifecycle belongs to whoever created it. Delete or rotate it there."
             ))),
-            Target::Ssm(name) => data.aws().await.delete_parameter(name).await.map(|()| None).map_err(|e| format!("SSM parameter {name:?}: {e}")),
+            Target::Ssm(name) => data
+                .aws()
+                .await
+                .delete_parameter(name)
+                .await
+                .map(|()| None)
+                .map_err(|e| self.aws(e)),
         }
     }
 }

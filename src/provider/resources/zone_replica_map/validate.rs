@@ -8,26 +8,27 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::tfplugin::{AttributePath, Diagnostics, Value};
+use super::model::{blocks, ZoneReplicaMapModel};
+use crate::tfplugin::{AttributePath, Diagnostics, Field};
 
 /// Checks one configuration.
-pub fn validate(config: &Value, diags: &mut Diagnostics) {
-    let members = config.get("member");
-    let group = config.get("replication_group_id");
-    if !group.is_null() && !members.elements().is_empty() {
+pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
+    let members = blocks(&config.member);
+    let group = &config.replication_group_id;
+    if !group.is_null() && !members.is_empty() {
         diags.attribute_error(
             AttributePath::root("replication_group_id"),
             "Two topology sources",
             "Use either `replication_group_id` (discovered from ElastiCache) or `member` blocks, not both.",
         );
-    } else if group.is_null() && !members.is_unknown() && members.elements().is_empty() {
+    } else if group.is_null() && !config.member.is_unknown() && members.is_empty() {
         diags.attribute_error(
             AttributePath::root("member"),
             "Missing topology",
             "Set `replication_group_id` to discover the topology from ElastiCache, or give `member { endpoint, zone, role }` blocks.",
         );
     }
-    if let Some(id) = group.as_str() {
+    if let Some(id) = group.get() {
         let ok = (1..=40).contains(&id.len())
             && id.as_bytes()[0].is_ascii_alphabetic()
             && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
@@ -43,9 +44,9 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut primary: Option<usize> = None;
-    for (i, member) in members.elements().iter().enumerate() {
+    for (i, member) in members.iter().enumerate() {
         let at = |attr: &str| AttributePath::root("member").index(i).attr(attr);
-        if let Some(endpoint) = member.get("endpoint").as_str() {
+        if let Some(endpoint) = member.endpoint.get() {
             if let Err(problem) = check_endpoint(endpoint) {
                 diags.attribute_error(at("endpoint"), "Invalid endpoint", problem);
             } else if let Some(first) = seen.insert(endpoint, i) {
@@ -56,12 +57,12 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
                 );
             }
         }
-        if let Some(zone) = member.get("zone").as_str() {
+        if let Some(zone) = member.zone.get() {
             if !is_zone_name(zone) {
                 diags.attribute_error(at("zone"), "Invalid availability zone", zone_problem(zone));
             }
         }
-        match member.get("role").as_str() {
+        match member.role.get().map(String::as_str) {
             Some("replica") | None => {}
             Some("primary") => {
                 if let Some(first) = primary.replace(i) {
@@ -79,35 +80,56 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
             ),
         }
     }
-    match config.get("fallback_endpoint") {
-        Value::String(endpoint) => {
+    match &config.fallback_endpoint {
+        Field::Known(endpoint) => {
             if let Err(problem) = check_endpoint(endpoint) {
                 diags.attribute_error(AttributePath::root("fallback_endpoint"), "Invalid endpoint", problem);
             }
         }
-        Value::Null if !members.elements().is_empty() => diags.attribute_error(
+        Field::Null if !members.is_empty() => diags.attribute_error(
             AttributePath::root("fallback_endpoint"),
             "Missing fallback endpoint",
             "`fallback_endpoint` is required with `member` blocks: clients in AZs without a replica use it (normally the reader endpoint, `host:port`).",
         ),
         _ => {}
     }
-    for (i, zone) in config.get("zones").elements().iter().enumerate() {
-        if let Some(z) = zone.as_str() {
-            if !is_zone_name(z) {
-                diags.attribute_error(
-                    AttributePath::root("zones").index(i),
-                    "Invalid availability zone",
-                    zone_problem(z),
-                );
+    if let Some(zones) = config.zones.get() {
+        for (i, zone) in zones.0.iter().enumerate() {
+            if let Some(z) = zone.get() {
+                if !is_zone_name(z) {
+                    diags.attribute_error(
+                        AttributePath::root("zones").index(i),
+                        "Invalid availability zone",
+                        zone_problem(z),
+                    );
+                }
             }
         }
     }
-    let files = config.get("file");
-    let targets: Vec<&str> = ["secretsmanager", "ssm_parameter", "file"]
-        .into_iter()
-        .filter(|t| !config.get(t).elements().is_empty() || config.get(t).is_unknown())
-        .collect();
+    let present = |given: bool, unknown: bool| given || unknown;
+    let targets: Vec<&str> = [
+        (
+            "secretsmanager",
+            present(
+                !blocks(&config.secretsmanager).is_empty(),
+                config.secretsmanager.is_unknown(),
+            ),
+        ),
+        (
+            "ssm_parameter",
+            present(
+                !blocks(&config.ssm_parameter).is_empty(),
+                config.ssm_parameter.is_unknown(),
+            ),
+        ),
+        (
+            "file",
+            present(!blocks(&config.file).is_empty(), config.file.is_unknown()),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect();
     if targets.is_empty() {
         diags.attribute_error(
             AttributePath::root("file"),
@@ -124,8 +146,8 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
             ),
         );
     }
-    for (i, p) in config.get("ssm_parameter").elements().iter().enumerate() {
-        if let Some(name) = p.get("name").as_str() {
+    for (i, p) in blocks(&config.ssm_parameter).iter().enumerate() {
+        if let Some(name) = p.name.get() {
             let ok = !name.is_empty()
                 && name.len() <= 2048
                 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-/".contains(&b))
@@ -140,8 +162,8 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
             }
         }
     }
-    for (i, s) in config.get("secretsmanager").elements().iter().enumerate() {
-        if s.get("secret_id").as_str().is_some_and(|id| id.trim().is_empty()) {
+    for (i, s) in blocks(&config.secretsmanager).iter().enumerate() {
+        if s.secret_id.get().is_some_and(|id| id.trim().is_empty()) {
             diags.attribute_error(
                 AttributePath::root("secretsmanager").index(i).attr("secret_id"),
                 "Invalid secret ID",
@@ -149,8 +171,8 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
             );
         }
     }
-    for (i, file) in files.elements().iter().enumerate() {
-        if let Some(path) = file.get("path").as_str() {
+    for (i, file) in blocks(&config.file).iter().enumerate() {
+        if let Some(path) = file.path.get() {
             if path.trim().is_empty() || path.ends_with('/') {
                 diags.attribute_error(
                     AttributePath::root("file").index(i).attr("path"),

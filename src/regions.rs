@@ -1,6 +1,8 @@
 //! The built-in cloud region catalogue: the region names Cloudflare's origin cloud-region hints
-//! take, per vendor (reference/cloudflare/cloudip-regions-2026-10-26.txt, from the clouds'
-//! published IP-range files of 2026-10-26). Azure uses ARM names (`japaneast`); the short aliases
+//! take, per vendor, and which Google Cloud regions run Cloud Run (the generator's check). A
+//! leaf: imports nothing but `crate::naming`; the provider, the generator and the IP ranges use it.
+//! Names come from reference/cloudflare/cloudip-regions-2026-10-26.txt, from the clouds'
+//! published IP-range files of 2026-10-26. Azure uses ARM names (`japaneast`); the short aliases
 //! some Service Tags use are mapped by [`azure_arm_name`]. Used offline at plan time, with
 //! "did you mean" suggestions; apply time checks the zone's `supported_regions` too.
 
@@ -244,6 +246,21 @@ pub const OCI: [&str; 56] = [
     "us-shawnee-1",
 ];
 
+/// Google Cloud regions without Cloud Run (serverless NEGs need it), per Google's Cloud Run
+/// locations page.
+pub const GCP_WITHOUT_CLOUD_RUN: [&str; 5] = [
+    "asia-southeast3",
+    "europe-west15",
+    "us-central2",
+    "us-east7",
+    "us-west8",
+];
+
+/// The Google Cloud regions where Cloud Run services (and so serverless NEGs) can live.
+pub fn cloud_run_locations() -> impl Iterator<Item = &'static str> + Clone {
+    GCP.iter().copied().filter(|r| !GCP_WITHOUT_CLOUD_RUN.contains(r))
+}
+
 /// The regions of a vendor (lowercase vendor name), or `None` for an unknown vendor.
 pub fn regions(vendor: &str) -> Option<&'static [&'static str]> {
     match vendor {
@@ -298,5 +315,8 @@ mod tests {
         assert_eq!(azure_arm_name("centralfrance"), "francecentral");
         assert_eq!(near_matches("ap-northeast-9", &AWS)[0], "ap-northeast-1");
         assert_eq!(near_matches("asia-northeast-1", &GCP)[0], "asia-northeast1");
+        assert_eq!(cloud_run_locations().count(), 42);
+        assert!(GCP_WITHOUT_CLOUD_RUN.iter().all(|r| GCP.contains(r)));
+        assert!(cloud_run_locations().any(|r| r == "asia-northeast2"));
     }
 }

@@ -1,0 +1,107 @@
+//! [`ProviderData`]: what every resource and data source receives once the provider is
+//! configured: the resolved configuration and the API clients, built lazily and shared by the
+//! whole provider process. A missing credential is a [`NotConfigured`] error, raised here only.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use super::aws::Aws;
+use super::cloudflare::{Cloudflare, Zones};
+use super::config::ProviderConfig;
+use super::google::Compute;
+
+/// A cloud a resource needs but the provider has no credentials for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotConfigured {
+    /// No Cloudflare API token.
+    #[error(
+        "No Cloudflare credentials: set `api_token` in the provider's `cloudflare` block, or the \
+         CLOUDFLARE_API_TOKEN environment variable (a token with Zone Settings edit permission)."
+    )]
+    Cloudflare,
+    /// No Google access token.
+    #[error(
+        "No Google Cloud credentials: set `access_token` in the provider's `google` block, or the \
+         GOOGLE_OAUTH_ACCESS_TOKEN environment variable (e.g. from `gcloud auth print-access-token`)."
+    )]
+    Google,
+}
+
+impl NotConfigured {
+    /// The diagnostic's headline.
+    pub fn summary(&self) -> &'static str {
+        match self {
+            NotConfigured::Cloudflare => "Cloudflare is not configured",
+            NotConfigured::Google => "Google Cloud is not configured",
+        }
+    }
+}
+
+/// What resources receive: the resolved configuration and lazily built API clients.
+pub struct ProviderData {
+    /// The provider block, resolved against the environment.
+    pub config: ProviderConfig,
+    http: OnceLock<reqwest::Client>,
+    zones: OnceLock<Arc<Zones>>,
+    aws: tokio::sync::OnceCell<Aws>,
+}
+
+impl ProviderData {
+    /// Wraps a resolved configuration.
+    pub fn new(config: ProviderConfig) -> Self {
+        ProviderData {
+            config,
+            http: OnceLock::new(),
+            zones: OnceLock::new(),
+            aws: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The HTTP client shared by every API client of this provider process.
+    pub fn http(&self) -> reqwest::Client {
+        self.http
+            .get_or_init(|| crate::http::client(Duration::from_secs(60)))
+            .clone()
+    }
+
+    /// The Cloudflare client with this process's zone caches and batchers.
+    ///
+    /// # Errors
+    /// [`NotConfigured::Cloudflare`] when no API token is configured.
+    pub fn cloudflare(&self) -> Result<Arc<Zones>, NotConfigured> {
+        if let Some(zones) = self.zones.get() {
+            return Ok(zones.clone());
+        }
+        let token = self
+            .config
+            .cloudflare
+            .api_token
+            .clone()
+            .ok_or(NotConfigured::Cloudflare)?;
+        let client = Cloudflare::new(self.http(), &self.config.cloudflare.base_url, token, Default::default());
+        Ok(self.zones.get_or_init(|| Arc::new(Zones::new(client))).clone())
+    }
+
+    /// The AWS clients (configuration loaded once per process, on first use).
+    pub async fn aws(&self) -> &Aws {
+        let c = &self.config.aws;
+        self.aws
+            .get_or_init(|| Aws::load(c.region.as_deref(), c.endpoint_url.as_deref()))
+            .await
+    }
+
+    /// The Compute Engine client.
+    ///
+    /// # Errors
+    /// [`NotConfigured::Google`] when no access token is configured.
+    pub fn compute(&self) -> Result<Compute, NotConfigured> {
+        let token = self.config.google.access_token.clone().ok_or(NotConfigured::Google)?;
+        Ok(Compute::new(
+            self.http(),
+            &self.config.google.base_url,
+            token,
+            Default::default(),
+            Default::default(),
+        ))
+    }
+}

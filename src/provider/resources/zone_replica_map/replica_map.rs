@@ -1,0 +1,212 @@
+//! The replica map itself, the domain (no Terraform here): from a topology (members,
+//! fallback, zones) to the endpoints per AZ and the published document, and back from a
+//! published document. Pure functions, no I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::{Digest, Sha256};
+
+/// A node's role in the replication group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The writer.
+    Primary,
+    /// A read replica.
+    Replica,
+}
+
+/// One node of the topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// `host:port`
+    pub endpoint: String,
+    /// AZ name.
+    pub zone: String,
+    /// Role.
+    pub role: Role,
+}
+
+/// The inputs of the map.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    /// The nodes.
+    pub members: Vec<Member>,
+    /// The endpoint for AZs without an entry.
+    pub fallback: String,
+    /// The client AZs to publish; `None` means every AZ with a member.
+    pub zones: Option<BTreeSet<String>>,
+    /// Whether an AZ with only the primary routes there.
+    pub read_from_primary: bool,
+}
+
+/// What gets published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaMap {
+    /// The fallback endpoint.
+    pub fallback: String,
+    /// AZ → endpoint.
+    pub endpoints: BTreeMap<String, String>,
+    /// AZs that will still read across a zone (sorted).
+    pub uncovered_zones: Vec<String>,
+}
+
+impl Topology {
+    /// Chooses one endpoint per client AZ.
+    pub fn replica_map(&self) -> ReplicaMap {
+        let zones: BTreeSet<String> = self
+            .zones
+            .clone()
+            .unwrap_or_else(|| self.members.iter().map(|m| m.zone.clone()).collect());
+        let mut endpoints = BTreeMap::new();
+        let mut uncovered = Vec::new();
+        for zone in zones {
+            let pick = |role: Role| {
+                self.members
+                    .iter()
+                    .filter(|m| m.zone == zone && m.role == role)
+                    .map(|m| m.endpoint.as_str())
+                    .min()
+            };
+            let chosen = pick(Role::Replica).or_else(|| {
+                if self.read_from_primary {
+                    pick(Role::Primary)
+                } else {
+                    None
+                }
+            });
+            match chosen {
+                Some(endpoint) => {
+                    endpoints.insert(zone, endpoint.to_string());
+                }
+                None => uncovered.push(zone),
+            }
+        }
+        ReplicaMap {
+            fallback: self.fallback.clone(),
+            endpoints,
+            uncovered_zones: uncovered,
+        }
+    }
+}
+
+impl ReplicaMap {
+    /// The published JSON: `{"version":1,"fallback":...,"zones":{...}}`, keys sorted, no
+    /// whitespace, no timestamp.
+    pub fn document(&self) -> String {
+        let mut zones = serde_json::Map::new();
+        for (zone, endpoint) in &self.endpoints {
+            zones.insert(zone.clone(), endpoint.clone().into());
+        }
+        let mut doc = serde_json::Map::new();
+        doc.insert("version".into(), 1.into());
+        doc.insert("fallback".into(), self.fallback.clone().into());
+        doc.insert("zones".into(), zones.into());
+        serde_json::Value::Object(doc).to_string()
+    }
+}
+
+/// What a published document says, as far as it can be read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Published {
+    /// The fallback, if the document has one.
+    pub fallback: Option<String>,
+    /// The zone entries that are strings.
+    pub endpoints: BTreeMap<String, String>,
+}
+
+/// Reads a published document leniently: a hand-edited or broken document still yields
+/// whatever entries it has, so the plan can show what will be restored.
+pub fn parse_document(text: &str) -> Published {
+    /// The document's shape, every part optional and of any JSON type.
+    #[derive(serde::Deserialize)]
+    struct Document {
+        #[serde(default)]
+        fallback: serde_json::Value,
+        #[serde(default)]
+        zones: serde_json::Value,
+    }
+    let Ok(doc) = serde_json::from_str::<Document>(text) else {
+        return Published::default();
+    };
+    Published {
+        fallback: doc.fallback.as_str().map(String::from),
+        endpoints: doc
+            .zones
+            .as_object()
+            .map(|z| {
+                z.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// SHA-256 of the published bytes, hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(endpoint: &str, zone: &str, role: Role) -> Member {
+        Member {
+            endpoint: endpoint.into(),
+            zone: zone.into(),
+            role,
+        }
+    }
+
+    fn topology() -> Topology {
+        Topology {
+            members: vec![
+                member("node-001.example:6379", "ap-northeast-1a", Role::Primary),
+                member("node-003.example:6379", "ap-northeast-1c", Role::Replica),
+                member("node-002.example:6379", "ap-northeast-1c", Role::Replica),
+            ],
+            fallback: "reader.example:6379".into(),
+            zones: None,
+            read_from_primary: false,
+        }
+    }
+
+    #[test]
+    fn one_endpoint_per_zone_and_primary_only_zones_uncovered() {
+        let map = topology().replica_map();
+        assert_eq!(map.endpoints.len(), 1);
+        assert_eq!(map.endpoints["ap-northeast-1c"], "node-002.example:6379");
+        assert_eq!(map.uncovered_zones, ["ap-northeast-1a"]);
+        assert_eq!(
+            map.document(),
+            r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"}}"#
+        );
+    }
+
+    #[test]
+    fn read_from_primary_and_explicit_zones() {
+        let mut t = topology();
+        t.read_from_primary = true;
+        t.zones = Some(
+            ["ap-northeast-1a", "ap-northeast-1d"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        );
+        let map = t.replica_map();
+        assert_eq!(map.endpoints["ap-northeast-1a"], "node-001.example:6379");
+        assert_eq!(map.uncovered_zones, ["ap-northeast-1d"]);
+        assert!(!map.endpoints.contains_key("ap-northeast-1c"));
+    }
+
+    #[test]
+    fn documents_parse_back_leniently() {
+        let map = topology().replica_map();
+        let p = parse_document(&map.document());
+        assert_eq!(p.fallback.as_deref(), Some("reader.example:6379"));
+        assert_eq!(p.endpoints, map.endpoints);
+        assert_eq!(parse_document("not json"), Published::default());
+        assert_eq!(parse_document(r#"{"zones":{"a":1,"b":"x:1"}}"#).endpoints.len(), 1);
+    }
+}

@@ -1,0 +1,163 @@
+//! The layers hold: no module imports from a layer above it (README "Layout", `src/lib.rs`).
+//!
+//! - leaves: `naming`; `regions` (the region catalogue, may use `naming`); `http`;
+//! - `ranges` (IP ranges) and `generator` use only the leaves;
+//! - `tfplugin` (the protocol layer) uses nothing else;
+//! - `provider` uses all of the above but the generator; its API clients (`cloudflare`,
+//!   `google`, `aws`) and `secret.rs` do not know Terraform (no `tfplugin`, no resources).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("readable source dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level modules a file names through `crate::…` (in `use` lines and paths), and
+/// the provider submodules it names through `crate::provider::…` or `super::…`.
+fn imports(text: &str, prefix: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (i, _) in text.match_indices(prefix) {
+        let rest = &text[i + prefix.len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            // `use crate::{a, b::c}`
+            if let Some(group) = rest.strip_prefix('{') {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                for item in group.split(',') {
+                    let item = item.trim();
+                    let head: String = item
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if !head.is_empty() {
+                        found.insert(head);
+                    }
+                }
+            }
+        } else {
+            found.insert(name);
+        }
+    }
+    found
+}
+
+/// A source file without its comment lines (module docs name layers they must not import).
+fn code(file: &Path) -> String {
+    std::fs::read_to_string(file)
+        .expect("readable source")
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn check(dir: &str, allowed: &[&str], problems: &mut Vec<String>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let path = root.join(dir);
+    let mut files = Vec::new();
+    if path.is_dir() {
+        rust_files(&path, &mut files);
+    } else {
+        files.push(path.with_extension("rs"));
+    }
+    let own = dir.split('/').next().expect("a module name");
+    for file in files {
+        let text = code(&file);
+        for module in imports(&text, "crate::") {
+            if module != own && module != "model" && !allowed.contains(&module.as_str()) {
+                problems.push(format!("{} imports crate::{module}", file.display()));
+            }
+        }
+    }
+}
+
+#[test]
+fn no_layer_imports_from_one_above_it() {
+    let mut problems = Vec::new();
+    check("naming", &[], &mut problems);
+    check("regions", &["naming"], &mut problems);
+    check("http", &[], &mut problems);
+    check("ranges", &["naming", "regions", "http"], &mut problems);
+    check("tfplugin", &[], &mut problems);
+    check("generator", &["naming", "regions"], &mut problems);
+    check(
+        "provider",
+        &["naming", "regions", "http", "ranges", "tfplugin"],
+        &mut problems,
+    );
+    assert!(problems.is_empty(), "layering violations:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn api_clients_do_not_know_terraform() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/provider");
+    let mut files = Vec::new();
+    for client in ["cloudflare", "google", "aws"] {
+        rust_files(&root.join(client), &mut files);
+    }
+    files.push(root.join("secret.rs"));
+    let mut problems = Vec::new();
+    for file in files {
+        let text = code(&file);
+        let crate_imports = imports(&text, "crate::");
+        let provider_imports = imports(&text, "crate::provider::");
+        let super_imports = imports(&text, "super::");
+        for bad in ["tfplugin", "generator"] {
+            if crate_imports.contains(bad) {
+                problems.push(format!("{} imports crate::{bad}", file.display()));
+            }
+        }
+        for bad in ["resources", "data_sources", "config", "data", "diagnostics"] {
+            if provider_imports.contains(bad) || (super_imports.contains(bad) && !file.ends_with("mod.rs")) {
+                problems.push(format!("{} imports provider::{bad}", file.display()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "API clients must not know Terraform:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_imports() {
+    let text = "use crate::{naming::x, regions};\nlet c = crate::http::client();\nuse super::secret::Secret;";
+    let found = imports(text, "crate::");
+    assert!(
+        found.contains("naming") && found.contains("regions") && found.contains("http"),
+        "{found:?}"
+    );
+    assert!(imports(text, "super::").contains("secret"));
+}
+
+#[test]
+fn attributes_are_read_by_name_only_in_model_files() {
+    // Resources and data sources work on their models: no `.get("attribute")` on values
+    // outside `model.rs` (and the schema's semantic-equality helpers, which get values).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/provider");
+    let mut files = Vec::new();
+    rust_files(&root.join("resources"), &mut files);
+    rust_files(&root.join("data_sources"), &mut files);
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("model.rs"))
+        .filter(|f| std::fs::read_to_string(f).expect("readable").contains(".get(\""))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "attributes read by string key outside model.rs: {offenders:?}"
+    );
+}
