@@ -338,3 +338,49 @@ fn logs_hold_no_secrets_and_processes_exit_gracefully() {
         &logs[logs.len().saturating_sub(2000)..]
     );
 }
+
+/// Issue 11: `dynamic "member"` blocks whose `for_each` comes from another resource are unknown
+/// at plan time. The block list stays unknown (it used to become empty and fail with "Missing
+/// topology"); the plan shows the document as known after apply, and apply publishes it.
+#[test]
+fn dynamic_members_unknown_at_plan_time() {
+    let tf = Terraform::dev_overrides();
+    tf.write(
+        "main.tf",
+        &format!(
+            r#"{PREAMBLE}
+provider "locality" {{}}
+
+resource "terraform_data" "nodes" {{
+  input = {{
+    "node-002.example:6379" = "ap-northeast-1c"
+    "node-003.example:6379" = "ap-northeast-1d"
+  }}
+}}
+
+resource "locality_zone_replica_map" "cache" {{
+  fallback_endpoint = "reader.example:6379"
+
+  dynamic "member" {{
+    for_each = terraform_data.nodes.output
+    content {{
+      endpoint = member.key
+      zone     = member.value
+    }}
+  }}
+
+  file {{
+    path = "replicas.json"
+  }}
+}}
+"#
+        ),
+    );
+    let (code, plan) = tf.plan_exit_code();
+    assert_eq!(code, 2, "{plan}");
+    assert!(!plan.contains("Missing topology"), "{plan}");
+    assert!(plan.contains("document          = (known after apply)"), "{plan}");
+    tf.ok(&["apply", "-auto-approve"]);
+    assert_eq!(tf.read("replicas.json").unwrap(), DOC);
+    tf.assert_no_changes();
+}

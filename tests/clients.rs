@@ -1,0 +1,167 @@
+//! The clients' domain operations, without Terraform: `Compute::set_weights` (typed entries,
+//! only the weights change, fingerprint, HTTP 412 re-read and retry, operation wait, refusals)
+//! and `Zones::create` (no silent takeover, one claim per IP) against the fakes.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::fake_cloudflare::{FakeCloudflare, TOKEN as CF_TOKEN, ZONE};
+use common::fake_compute::{FakeCompute, TOKEN as GOOGLE_TOKEN};
+use locality::http::RetryPolicy;
+use locality::provider::cloudflare::{Cloudflare, CreateError, Mapping, Zones};
+use locality::provider::config::Secret;
+use locality::provider::google::{Compute, Polling, WeightsError};
+
+const PROJECT: &str = "winticket-prod";
+const MAP: &str = "web-urlmap";
+
+async fn compute() -> (FakeCompute, Compute) {
+    let fake = FakeCompute::start().await;
+    fake.put_url_map(
+        PROJECT,
+        MAP,
+        &[("web-bs", 100), ("web-bs-tokyo", 0), ("web-bs-osaka", 0)],
+    );
+    let polling = Polling {
+        first: std::time::Duration::from_millis(5),
+        ..Default::default()
+    };
+    let client = Compute::new(
+        locality::http::client(std::time::Duration::from_secs(10)),
+        &fake.base_url(),
+        Secret::new(GOOGLE_TOKEN),
+        RetryPolicy::default(),
+        polling,
+    );
+    (fake, client)
+}
+
+fn desired(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
+    pairs.iter().map(|(k, w)| (k.to_string(), *w)).collect()
+}
+
+#[tokio::test]
+async fn set_weights_changes_only_the_weights_and_is_idempotent() {
+    let (fake, compute) = compute().await;
+    let before = fake.url_map(PROJECT, MAP);
+    // Keys may be names, paths or self-links.
+    let want = desired(&[
+        ("web-bs", 0),
+        ("projects/winticket-prod/global/backendServices/web-bs-tokyo", 100),
+    ]);
+    assert!(compute.set_weights(PROJECT, MAP, &want).await.unwrap());
+    let weights: Vec<u64> = fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect();
+    assert_eq!(weights, [0, 100, 0]);
+    let after = fake.url_map(PROJECT, MAP);
+    assert_eq!(
+        after["hostRules"], before["hostRules"],
+        "the rest of the URL map is untouched"
+    );
+    let requests = fake.take_requests();
+    assert_eq!(
+        requests.iter().filter(|r| r.starts_with("PATCH")).count(),
+        1,
+        "{requests:?}"
+    );
+    assert!(
+        requests.iter().any(|r| r.contains("operations")),
+        "the operation is waited for"
+    );
+    // Same weights again: nothing is written.
+    assert!(!compute.set_weights(PROJECT, MAP, &want).await.unwrap());
+    assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
+}
+
+#[tokio::test]
+async fn set_weights_rereads_and_retries_on_a_stale_fingerprint() {
+    let (fake, compute) = compute().await;
+    // Someone edits the URL map right after our first read: the write gets HTTP 412.
+    fake.state.lock().unwrap().after_get = Some((
+        1,
+        Box::new(|map: &mut serde_json::Value| {
+            map["description"] = "edited in the console".into();
+        }),
+    ));
+    assert!(compute
+        .set_weights(PROJECT, MAP, &desired(&[("web-bs", 0), ("web-bs-osaka", 100)]))
+        .await
+        .unwrap());
+    let weights: Vec<u64> = fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect();
+    assert_eq!(weights, [0, 0, 100]);
+    assert_eq!(fake.url_map(PROJECT, MAP)["description"], "edited in the console");
+    let gets = fake
+        .take_requests()
+        .iter()
+        .filter(|r| r.starts_with("GET urlMaps"))
+        .count();
+    assert_eq!(gets, 2, "read, 412, read again");
+}
+
+#[tokio::test]
+async fn set_weights_refuses_unknown_backends_and_all_zero() {
+    let (fake, compute) = compute().await;
+    match compute
+        .set_weights(PROJECT, MAP, &desired(&[("web-bs", 50), ("web-bs-nagoya", 50)]))
+        .await
+    {
+        Err(WeightsError::UnknownBackends { unknown, real, .. }) => {
+            assert_eq!(unknown, ["web-bs-nagoya"]);
+            assert_eq!(real, ["web-bs", "web-bs-tokyo", "web-bs-osaka"]);
+        }
+        other => panic!("expected UnknownBackends, got {other:?}"),
+    }
+    let err = compute
+        .set_weights(PROJECT, MAP, &desired(&[("web-bs", 0)]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, WeightsError::AllZero { .. }), "{err:?}");
+    assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
+    let missing = compute.set_weights(PROJECT, "nope", &desired(&[("web-bs", 1)])).await;
+    assert!(matches!(missing, Err(WeightsError::Api { .. })), "{missing:?}");
+}
+
+async fn zones() -> (FakeCloudflare, Zones) {
+    let fake = FakeCloudflare::start().await;
+    let client = Cloudflare::new(
+        locality::http::client(std::time::Duration::from_secs(10)),
+        &fake.base_url(),
+        Secret::new(CF_TOKEN),
+        RetryPolicy::default(),
+    );
+    (fake, Zones::new(client))
+}
+
+fn mapping(ip: &str, vendor: &str, region: &str) -> Mapping {
+    Mapping {
+        origin_ip: ip.into(),
+        vendor: vendor.into(),
+        region: region.into(),
+        modified_on: None,
+    }
+}
+
+#[tokio::test]
+async fn create_refuses_to_take_over_and_to_write_an_ip_twice() {
+    let (fake, zones) = zones().await;
+    fake.set("192.0.2.1", "aws", "us-east-1");
+    match zones.create(ZONE, mapping("192.0.2.1", "gcp", "us-central1")).await {
+        Err(CreateError::Exists { existing, .. }) => assert_eq!(existing.vendor, "aws"),
+        other => panic!("expected Exists, got {other:?}"),
+    }
+    assert_eq!(
+        fake.mappings()["192.0.2.1"],
+        ("aws".to_string(), "us-east-1".to_string())
+    );
+
+    let stored = zones
+        .create(ZONE, mapping("192.0.2.2", "gcp", "us-central1"))
+        .await
+        .unwrap();
+    assert_eq!(stored.origin_ip, "192.0.2.2");
+    assert!(stored.modified_on.is_some(), "a single write returns modified_on");
+    assert!(fake.mappings().contains_key("192.0.2.2"));
+
+    let again = zones.create(ZONE, mapping("192.0.2.2", "gcp", "us-central1")).await;
+    assert!(matches!(again, Err(CreateError::Claimed { .. })), "{again:?}");
+}
