@@ -2,8 +2,6 @@
 //! configuration with environment-variable fallbacks. Secrets are wrapped in [`Secret`], whose
 //! `Debug` never shows the value.
 
-use std::net::IpAddr;
-
 pub use super::secret::Secret;
 use crate::tfplugin::{Attribute, AttributePath, Block, Diagnostics, NestedBlock, Nesting, Schema, Value};
 
@@ -171,20 +169,22 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
 /// # Errors
 /// A sentence saying what is wrong and what is allowed.
 pub fn check_base_url(url: &str) -> Result<(), String> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| format!("{url:?} is not an absolute URL; expected https://host/path."))?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = if let Some(stripped) = authority.strip_prefix('[') {
-        stripped.split(']').next().unwrap_or_default()
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-    };
-    if host.is_empty() {
-        return Err(format!("{url:?} has no host."));
+    // Parsed as browsers and reqwest parse it, so the host checked is the host connected to:
+    // in `http://127.0.0.1:1@evil.example/` that is evil.example, not 127.0.0.1.
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| format!("{url:?} is not an absolute URL ({e}); expected https://host/path."))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!(
+            "{url:?} carries credentials before the host; give the host only (credentials go in `api_token`/`access_token` or the AWS chain)."
+        ));
     }
-    let loopback = host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    match scheme {
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err(format!("{url:?} has no host.")),
+    };
+    match parsed.scheme() {
         "https" => Ok(()),
         "http" if loopback => Ok(()),
         _ => Err(format!(
@@ -213,6 +213,11 @@ mod tests {
         assert!(check_base_url("http://example.com").unwrap_err().contains("https"));
         assert!(check_base_url("ftp://127.0.0.1").is_err());
         assert!(check_base_url("api.cloudflare.com").is_err());
+        // Issue 11: the host is the one after the userinfo, and userinfo is refused.
+        assert!(check_base_url("http://127.0.0.1:1@evil.example/client/v4").is_err());
+        assert!(check_base_url("https://user:pw@api.cloudflare.com/client/v4").is_err());
+        assert!(check_base_url("http://[::1]@evil.example/").is_err());
+        assert!(check_base_url("http://evil.example#@127.0.0.1/").is_err());
     }
 
     #[test]
