@@ -8,8 +8,9 @@
 //! - leaves that import nothing above them: [`naming`], [`regions`] (the region catalogue),
 //!   [`http`] (retries and backoff).
 //!
-//! Layers (checked by `tests/architecture.rs`): `naming` ← `regions` ← `http` ← `ranges`,
-//! `tfplugin` ← `generator` ← `provider`; nothing imports from a layer above it.
+//! Layers (checked by `tests/architecture.rs`): the leaves at the bottom; `ranges` and
+//! `generator` on the leaves; `tfplugin` on nothing; `provider` on all of these but the
+//! generator. Nothing imports from a layer above it.
 
 pub mod generator;
 pub mod http;

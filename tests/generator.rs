@@ -597,3 +597,34 @@ fn example_output_is_current() {
         );
     }
 }
+
+/// Issue 11: a syntax error next to multi-byte text (CJK, typographic quotes) is a diagnostic
+/// with the right column, never a panic; and no edit of a valid spec, at any character
+/// position, makes rendering a diagnostic panic.
+#[test]
+fn syntax_errors_next_to_multibyte_text_are_diagnostics() {
+    for (text, column) in [
+        ("service \"web\" {\n  project = \"東京\" x\n}\n", 18),
+        ("service \"web\" {\n  project = “web”\n}\n", 13),
+    ] {
+        let source = SourceFile { name: "spec.hcl", text };
+        let generated = generate(&source, Format::Hcl);
+        assert!(generated.text.is_none());
+        let rendered: String = generated.diagnostics.iter().map(|d| source.render(d)).collect();
+        assert!(rendered.contains(&format!("spec.hcl:2:{column}:")), "{rendered}");
+    }
+    let valid = std::fs::read_to_string(fixtures().join("two-regions/spec.hcl")).unwrap();
+    let positions: Vec<usize> = valid.char_indices().map(|(i, _)| i).collect();
+    for (n, &at) in positions.iter().enumerate().step_by(7) {
+        let insert = ["東", "“", "\"", "{", "é x"][n % 5];
+        let mut text = valid.clone();
+        text.insert_str(at, insert);
+        let source = SourceFile {
+            name: "spec.hcl",
+            text: &text,
+        };
+        for d in generate(&source, Format::Hcl).diagnostics {
+            let _ = source.render(&d);
+        }
+    }
+}

@@ -58,9 +58,18 @@ pub struct SourceFile<'a> {
 }
 
 impl SourceFile<'_> {
+    /// `offset` within the text, moved back to the start of the character it falls in.
+    fn boundary(&self, offset: usize) -> usize {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        offset
+    }
+
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.text.len());
+        let offset = self.boundary(offset);
         let before = &self.text[..offset];
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -85,7 +94,8 @@ impl SourceFile<'_> {
         let mut out = format!("{level}: {}:{line}:{col}: {}\n", self.name, diagnostic.message);
         let text = self.text.lines().nth(line - 1).unwrap_or_default();
         let gutter = " ".repeat(line.to_string().len());
-        let width = self.text[diagnostic.span.start.min(self.text.len())..diagnostic.span.end.min(self.text.len())]
+        let (start, end) = (self.boundary(diagnostic.span.start), self.boundary(diagnostic.span.end));
+        let width = self.text[start..end.max(start)]
             .lines()
             .next()
             .map_or(1, |s| s.chars().count().max(1));

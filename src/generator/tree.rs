@@ -76,13 +76,21 @@ pub fn from_hcl(text: &str) -> Result<Node, SpecDiagnostic> {
     })
 }
 
+/// The byte offset of a 1-based line and column, the column counted in characters (as the
+/// HCL parser counts it): multi-byte text before the error must not shift it off a character
+/// boundary.
 fn line_col_to_offset(text: &str, line: usize, col: usize) -> usize {
     let start: usize = text
         .split_inclusive('\n')
         .take(line.saturating_sub(1))
         .map(str::len)
         .sum();
-    (start + col.saturating_sub(1)).min(text.len())
+    let start = start.min(text.len());
+    let in_line = text[start..]
+        .char_indices()
+        .nth(col.saturating_sub(1))
+        .map_or(text.len() - start, |(i, _)| i);
+    start + in_line
 }
 
 fn hcl_block(block: &hcl_edit::structure::Block) -> Node {
