@@ -93,6 +93,20 @@ impl<T> Field<T> {
     }
 }
 
+impl<T> Field<Vec<Field<T>>> {
+    /// A known list of known elements.
+    pub fn known_list(items: impl IntoIterator<Item = T>) -> Self {
+        Field::Known(items.into_iter().map(Field::Known).collect())
+    }
+}
+
+impl<T> Field<BTreeMap<String, Field<T>>> {
+    /// A known map of known values.
+    pub fn known_map(entries: impl IntoIterator<Item = (String, T)>) -> Self {
+        Field::Known(entries.into_iter().map(|(k, v)| (k, Field::Known(v))).collect())
+    }
+}
+
 impl<T> From<Option<T>> for Field<T> {
     fn from(v: Option<T>) -> Self {
         v.map_or(Field::Null, Field::Known)

@@ -167,11 +167,7 @@ impl Resource<ProviderData> for RegionHint {
         planned: RegionHintModel,
         diags: &mut Diagnostics,
     ) -> Option<RegionHintModel> {
-        let zones = diags.check(ctx.data.cloudflare())?;
-        let hint = diags.check(known_hint(&planned))?;
-        check_support(&zones, &hint, diags).await?;
-        let stored = diags.check(zones.create(&hint.zone, hint.mapping.clone()).await)?;
-        Some(stored_state(&zones, planned, &hint, stored.modified_on).await)
+        write(ctx, planned, Write::Create, diags).await
     }
 
     async fn update(
@@ -181,12 +177,7 @@ impl Resource<ProviderData> for RegionHint {
         planned: RegionHintModel,
         diags: &mut Diagnostics,
     ) -> Option<RegionHintModel> {
-        let zones = diags.check(ctx.data.cloudflare())?;
-        let hint = diags.check(known_hint(&planned))?;
-        check_support(&zones, &hint, diags).await?;
-        zones.claim(&hint.zone, &hint.mapping.origin_ip);
-        let stored = diags.check(write_error(zones.put(&hint.zone, hint.mapping.clone()).await, &hint))?;
-        Some(stored_state(&zones, planned, &hint, stored.modified_on).await)
+        write(ctx, planned, Write::Update, diags).await
     }
 
     async fn delete(&self, ctx: &Context<ProviderData>, prior: RegionHintModel, diags: &mut Diagnostics) {
@@ -275,16 +266,36 @@ async fn check_support(zones: &crate::provider::cloudflare::Zones, hint: &Hint, 
     }
 }
 
-fn write_error<T>(
-    result: Result<T, crate::provider::cloudflare::CloudflareError>,
-    hint: &Hint,
-) -> Result<T, Diagnostic> {
-    result.map_err(|e| {
-        Diagnostic::from(e).context(format!(
-            "Writing the region hint for {} in zone {}",
-            hint.mapping.origin_ip, hint.zone
-        ))
-    })
+/// Whether a write creates the mapping (which must not exist yet) or updates ours.
+enum Write {
+    Create,
+    Update,
+}
+
+/// Checks the region against the zone, writes the planned mapping and returns the new state.
+async fn write(
+    ctx: &Context<ProviderData>,
+    planned: RegionHintModel,
+    kind: Write,
+    diags: &mut Diagnostics,
+) -> Option<RegionHintModel> {
+    let zones = diags.check(ctx.data.cloudflare())?;
+    let hint = diags.check(known_hint(&planned))?;
+    check_support(&zones, &hint, diags).await?;
+    let stored = match kind {
+        Write::Create => diags.check(zones.create(&hint.zone, hint.mapping.clone()).await)?,
+        Write::Update => {
+            zones.claim(&hint.zone, &hint.mapping.origin_ip);
+            let put = zones.put(&hint.zone, hint.mapping.clone()).await.map_err(|e| {
+                Diagnostic::from(e).context(format!(
+                    "Writing the region hint for {} in zone {}",
+                    hint.mapping.origin_ip, hint.zone
+                ))
+            });
+            diags.check(put)?
+        }
+    };
+    Some(stored_state(&zones, planned, &hint, stored.modified_on).await)
 }
 
 /// The state after a write: the plan, with the ID, `modified_on`, and colos if still unknown.

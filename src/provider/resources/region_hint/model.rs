@@ -69,7 +69,7 @@ impl RegionHintModel {
 
     /// Sets the upper-tier colos.
     pub fn set_colos(&mut self, colos: Vec<String>) {
-        self.upper_tier_colos = Field::Known(colos.into_iter().map(Field::Known).collect());
+        self.upper_tier_colos = Field::known_list(colos);
     }
 }
 

@@ -45,12 +45,7 @@ impl WeightedBackendModel {
 
     /// Sets the weights from the API's values.
     pub fn set_weights(&mut self, weights: BTreeMap<String, u32>) {
-        self.weights = Field::Known(
-            weights
-                .into_iter()
-                .map(|(k, w)| (k, Field::Known(Number::from(u64::from(w)))))
-                .collect(),
-        );
+        self.weights = Field::known_map(weights.into_iter().map(|(k, w)| (k, Number::from(u64::from(w)))));
     }
 }
 

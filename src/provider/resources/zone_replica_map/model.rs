@@ -84,10 +84,6 @@ pub(super) fn strings<'a>(items: impl IntoIterator<Item = &'a Field<String>>) ->
     items.into_iter().map(|f| f.get().cloned()).collect()
 }
 
-fn known_strings(items: &[String]) -> Vec<Field<String>> {
-    items.iter().map(|s| Field::Known(s.clone())).collect()
-}
-
 impl ZoneReplicaMapModel {
     /// The publish target, when its block and name are known.
     pub fn target(&self) -> Option<Target> {
@@ -133,18 +129,13 @@ impl ZoneReplicaMapModel {
     /// Sets what is published: the endpoints, the uncovered zones and the document.
     pub fn set_published(&mut self, endpoints: &BTreeMap<String, String>, uncovered: &[String], document: &str) {
         self.set_endpoints(endpoints);
-        self.uncovered_zones = Field::Known(known_strings(uncovered));
+        self.uncovered_zones = Field::known_list(uncovered.iter().cloned());
         self.document = document.into();
     }
 
     /// Sets the endpoints map.
     pub fn set_endpoints(&mut self, endpoints: &BTreeMap<String, String>) {
-        self.endpoints = Field::Known(
-            endpoints
-                .iter()
-                .map(|(k, v)| (k.clone(), Field::Known(v.clone())))
-                .collect(),
-        );
+        self.endpoints = Field::known_map(endpoints.clone());
     }
 }
 
