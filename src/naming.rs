@@ -20,6 +20,10 @@ pub fn is_project_id(id: &str) -> bool {
     (6..=30).contains(&id.len()) && is_google_name(id)
 }
 
+/// Words longer than this get no "did you mean": no name suggested is near that long, and the
+/// distance costs time in proportion to the word's length (a 1 MiB value took seconds).
+pub const MAX_SUGGESTION_INPUT: usize = 64;
+
 /// Levenshtein distance.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -36,6 +40,9 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The closest candidate to a misspelled `word`, if one is close enough to be a likely typo.
 pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    if word.len() > MAX_SUGGESTION_INPUT {
+        return None;
+    }
     candidates
         .into_iter()
         .map(|c| (edit_distance(word, c), c))
@@ -58,5 +65,6 @@ mod tests {
         assert_eq!(edit_distance("lcation", "location"), 1);
         assert_eq!(suggest("lcation", ["location", "cloud_run"]), Some("location"));
         assert_eq!(suggest("zzz", ["location"]), None);
+        assert_eq!(suggest(&"l".repeat(1 << 20), ["location"]), None);
     }
 }

@@ -292,6 +292,9 @@ pub fn azure_arm_name(region: &str) -> &str {
 
 /// Up to three names from `candidates` closest to `word` (edit distance), best first.
 pub fn near_matches<'a>(word: &str, candidates: &[&'a str]) -> Vec<&'a str> {
+    if word.len() > crate::naming::MAX_SUGGESTION_INPUT {
+        return Vec::new();
+    }
     let word = word.to_ascii_lowercase();
     let mut scored: Vec<(usize, &str)> = candidates
         .iter()
@@ -316,6 +319,10 @@ mod tests {
         assert_eq!(near_matches("ap-northeast-9", &AWS)[0], "ap-northeast-1");
         assert_eq!(near_matches("asia-northeast-1", &GCP)[0], "asia-northeast1");
         assert_eq!(cloud_run_locations().count(), 42);
+        // Issue 11: a 1 MiB region kept validation busy for seconds in this search.
+        let started = std::time::Instant::now();
+        assert!(near_matches(&"a".repeat(1 << 20), &AWS).is_empty());
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
         assert!(GCP_WITHOUT_CLOUD_RUN.iter().all(|r| GCP.contains(r)));
         assert!(cloud_run_locations().any(|r| r == "asia-northeast2"));
     }

@@ -367,3 +367,31 @@ async fn an_apply_under_faults_converges_without_duplicates_or_lost_state() {
     })
     .await;
 }
+
+/// Issue 11: `terraform apply -replace` deletes the mapping and creates it again in one run;
+/// the create used to be refused ("Duplicate region hint"), losing the mapping and the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_deletes_and_creates_again() {
+    with_fake(|fake, tf| {
+        tf.write(
+            "main.tf",
+            &format!("{}{}", provider(&fake), hint("x", "192.0.2.44", "aws", "us-east-1")),
+        );
+        tf.ok(&["apply", "-auto-approve"]);
+        fake.take_requests();
+        let out = tf.ok(&["apply", "-auto-approve", "-replace=locality_region_hint.x"]);
+        assert!(out.contains("1 added, 0 changed, 1 destroyed"), "{out}");
+        assert_eq!(
+            fake.mappings()["192.0.2.44"],
+            ("aws".to_string(), "us-east-1".to_string())
+        );
+        let requests = fake.take_requests();
+        assert!(
+            count(&requests, "DELETE") >= 1 && count(&requests, "PUT") >= 1,
+            "{requests:?}"
+        );
+        assert!(tf.ok(&["state", "list"]).contains("locality_region_hint.x"));
+        tf.assert_no_changes();
+    })
+    .await;
+}

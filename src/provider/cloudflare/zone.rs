@@ -76,8 +76,10 @@ pub struct Zones {
     client: Cloudflare,
     listings: Mutex<HashMap<String, Shared<BTreeMap<String, Mapping>>>>,
     supported: Mutex<HashMap<String, Shared<SupportedRegions>>>,
-    /// IPs this process created, updated or deleted, per zone (they may differ from the listing).
-    touched: Mutex<HashSet<(String, String)>>,
+    /// IPs a resource of this configuration creates or updates, per zone (one resource per IP).
+    claimed: Mutex<HashSet<(String, String)>>,
+    /// What this process wrote since listing a zone: the mapping put, or `None` when deleted.
+    written: Mutex<HashMap<(String, String), Option<Mapping>>>,
     puts: Mutex<HashMap<String, Waiting<Mapping, Mapping>>>,
     deletes: Mutex<HashMap<String, Waiting<String, ()>>>,
 }
@@ -89,7 +91,8 @@ impl Zones {
             client,
             listings: Mutex::default(),
             supported: Mutex::default(),
-            touched: Mutex::default(),
+            claimed: Mutex::default(),
+            written: Mutex::default(),
             puts: Mutex::default(),
             deletes: Mutex::default(),
         }
@@ -137,22 +140,37 @@ impl Zones {
             .clone()
     }
 
-    /// Whether this process already wrote `ip` in `zone` (so a listing taken earlier may be stale
-    /// for it).
-    pub fn touched(&self, zone: &str, ip: &str) -> bool {
-        self.touched
-            .lock()
-            .expect("lock")
-            .contains(&(zone.to_string(), ip.to_string()))
+    /// The zone's mapping for `ip`: what this process last wrote, else the (shared) listing.
+    ///
+    /// # Errors
+    /// The listing's error.
+    pub async fn mapping(&self, zone: &str, ip: &str) -> Result<Option<Mapping>, CloudflareError> {
+        let key = (zone.to_string(), ip.to_string());
+        if let Some(written) = self.written.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(written.clone());
+        }
+        Ok(self.listing(zone).await?.get(ip).cloned())
     }
 
-    /// Records that this process is about to write `ip`; `false` if it already did (two
-    /// resources for one IP in one configuration).
+    /// Records that a resource of this configuration creates or updates `ip`; `false` if
+    /// another one already does (two resources for one IP in one configuration).
     pub fn claim(&self, zone: &str, ip: &str) -> bool {
-        self.touched
+        self.claimed
             .lock()
-            .expect("lock")
+            .unwrap_or_else(|e| e.into_inner())
             .insert((zone.to_string(), ip.to_string()))
+    }
+
+    fn record(&self, zone: &str, ip: &str, mapping: Option<Mapping>) {
+        let key = (zone.to_string(), ip.to_string());
+        if mapping.is_none() {
+            // Deleted: a resource may create it again in this run (`terraform apply -replace`).
+            self.claimed.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        }
+        self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, mapping);
     }
 
     /// Creates a mapping that must not exist yet (no silent takeover): claims the IP for this
@@ -168,14 +186,13 @@ impl Zones {
                 ip: mapping.origin_ip,
             });
         }
-        let listing = self.listing(zone).await?;
-        if let Some(existing) = listing.get(&mapping.origin_ip) {
+        if let Some(existing) = self.mapping(zone, &mapping.origin_ip).await? {
             return Err(CreateError::Exists {
                 zone: zone.to_string(),
-                existing: existing.clone(),
+                existing,
             });
         }
-        if listing.len() >= ZONE_LIMIT {
+        if self.listing(zone).await?.len() >= ZONE_LIMIT {
             return Err(CreateError::ZoneFull { zone: zone.to_string() });
         }
         Ok(self.put(zone, mapping).await?)
@@ -226,8 +243,11 @@ impl Zones {
             let waiting = self.puts.lock().expect("lock").remove(zone).unwrap_or_default();
             self.send_puts(zone, waiting).await;
         }
-        rx.await
-            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())))
+        let stored = rx
+            .await
+            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())))?;
+        self.record(zone, &stored.origin_ip, Some(stored.clone()));
+        Ok(stored)
     }
 
     async fn send_puts(&self, zone: &str, mut waiting: Waiting<Mapping, Mapping>) {
@@ -280,6 +300,7 @@ impl Zones {
     /// # Errors
     /// The item's own error, or the whole request's.
     pub async fn delete(&self, zone: &str, ip: String) -> ItemResult<()> {
+        let deleted_ip = ip.clone();
         let (tx, rx) = oneshot::channel();
         let leader = enqueue(&self.deletes, zone, ip, tx);
         if leader {
@@ -312,7 +333,9 @@ impl Zones {
             }
         }
         rx.await
-            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())))
+            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())))?;
+        self.record(zone, &deleted_ip, None);
+        Ok(())
     }
 }
 

@@ -37,9 +37,94 @@ pub fn decode_msgpack(bytes: &[u8], ty: &Type) -> Result<Value, MsgpackError> {
     if bytes.is_empty() {
         return Ok(Value::Null);
     }
+    // rmpv reads the reserved marker 0xc1 as nil; msgpack says it is never used, so a value
+    // holding one is malformed. Only inputs with that byte somewhere need the walk.
+    if bytes.contains(&0xc1) {
+        check_markers(&mut &bytes[..]).map_err(MsgpackError::Malformed)?;
+    }
     let mut reader = bytes;
     let mp = rmpv::decode::read_value(&mut reader).map_err(|e| MsgpackError::Malformed(e.to_string()))?;
+    if !reader.is_empty() {
+        return Err(MsgpackError::Malformed(format!(
+            "{} bytes after the value",
+            reader.len()
+        )));
+    }
     from_mp(&mp, ty, &mut String::new())
+}
+
+/// Walks one msgpack value, refusing the reserved marker 0xc1 wherever it stands as a marker.
+fn check_markers(reader: &mut &[u8]) -> Result<(), String> {
+    use rmp::Marker as M;
+    fn skip(reader: &mut &[u8], n: usize) -> Result<(), String> {
+        if reader.len() < n {
+            return Err("truncated value".into());
+        }
+        *reader = &reader[n..];
+        Ok(())
+    }
+    fn length(reader: &mut &[u8], width: usize) -> Result<usize, String> {
+        let bytes = reader.get(..width).ok_or("truncated length")?;
+        let n = bytes.iter().fold(0usize, |n, b| (n << 8) | usize::from(*b));
+        *reader = &reader[width..];
+        Ok(n)
+    }
+    let mut pending: usize = 1;
+    while pending > 0 {
+        pending -= 1;
+        let marker = M::from_u8(*reader.first().ok_or("truncated value")?);
+        *reader = &reader[1..];
+        match marker {
+            M::Reserved => return Err("reserved marker 0xc1".into()),
+            M::FixPos(_) | M::FixNeg(_) | M::Null | M::True | M::False => {}
+            M::U8 | M::I8 => skip(reader, 1)?,
+            M::U16 | M::I16 => skip(reader, 2)?,
+            M::U32 | M::I32 | M::F32 => skip(reader, 4)?,
+            M::U64 | M::I64 | M::F64 => skip(reader, 8)?,
+            M::FixStr(n) => skip(reader, usize::from(n))?,
+            M::Str8 | M::Bin8 => {
+                let n = length(reader, 1)?;
+                skip(reader, n)?
+            }
+            M::Str16 | M::Bin16 => {
+                let n = length(reader, 2)?;
+                skip(reader, n)?
+            }
+            M::Str32 | M::Bin32 => {
+                let n = length(reader, 4)?;
+                skip(reader, n)?
+            }
+            M::FixArray(n) => pending += usize::from(n),
+            M::Array16 => pending += length(reader, 2)?,
+            M::Array32 => pending += length(reader, 4)?,
+            M::FixMap(n) => pending += 2 * usize::from(n),
+            M::Map16 => pending += 2 * length(reader, 2)?,
+            M::Map32 => pending += 2 * length(reader, 4)?,
+            M::FixExt1 => skip(reader, 2)?,
+            M::FixExt2 => skip(reader, 3)?,
+            M::FixExt4 => skip(reader, 5)?,
+            M::FixExt8 => skip(reader, 9)?,
+            M::FixExt16 => skip(reader, 17)?,
+            M::Ext8 => {
+                let n = length(reader, 1)?;
+                skip(reader, n + 1)?
+            }
+            M::Ext16 => {
+                let n = length(reader, 2)?;
+                skip(reader, n + 1)?
+            }
+            M::Ext32 => {
+                let n = length(reader, 4)?;
+                skip(reader, n + 1)?
+            }
+        }
+        // Every pending element needs at least one byte: a count beyond the input is malformed
+        // (and must not make this loop run for billions of rounds).
+        if pending > reader.len() {
+            return Err("a collection claims more elements than the input holds".into());
+        }
+    }
+    Ok(())
 }
 
 fn mismatch(path: &str, ty: &Type, found: &Mp) -> MsgpackError {
@@ -214,6 +299,25 @@ fn infer_type(value: &Value) -> Type {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reserved_marker_is_malformed_not_null() {
+        // Issue 11: 0xc1 decoded as a null configuration.
+        assert!(matches!(
+            decode_msgpack(&[0xc1], &Type::String),
+            Err(MsgpackError::Malformed(_))
+        ));
+        let ty = Type::map(Type::String);
+        // {"a": <0xc1>}
+        assert!(decode_msgpack(&[0x81, 0xa1, b'a', 0xc1], &ty).is_err());
+        // 0xc1 inside a string is just a byte of its text: {"a": "\xc1"} is not valid UTF-8
+        // there, but inside a bin or an int it is fine.
+        assert_eq!(decode_msgpack(&[0xcc, 0xc1], &Type::Number).unwrap(), Value::from(193));
+        // A collection claiming more elements than there are bytes.
+        assert!(decode_msgpack(&[0xdd, 0xff, 0xff, 0xff, 0xff, 0xc1], &Type::list(Type::String)).is_err());
+        // Trailing bytes after the value.
+        assert!(decode_msgpack(&[0xc0, 0xc0], &Type::String).is_err());
+    }
 
     fn probe_type() -> Type {
         Type::object([

@@ -9,6 +9,10 @@ use std::fmt;
 
 use num_bigint::BigUint;
 
+/// The longest canonical text a [`Number`] may have: room for every exact `f64` (at most 1,077
+/// characters) and for `1e1000`, while a hostile `1e100000` cannot expand into megabytes.
+pub(crate) const MAX_DIGITS: usize = 2048;
+
 /// An arbitrary-precision decimal number, stored as canonical decimal text
 /// (no exponent, no leading `+`, no superfluous zeros, `0` never negative).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,6 +57,23 @@ impl Number {
         // digits * 10^(exponent - frac_len)
         let digits = format!("{int_part}{frac_part}");
         let scale = exponent - frac_part.len() as i64;
+        // The canonical text's length, before building it.
+        let significant = digits.trim_start_matches('0').trim_end_matches('0');
+        let trailing_zeros = digits.trim_start_matches('0').len() - significant.len();
+        let scale_after = scale + trailing_zeros as i64;
+        let length = if significant.is_empty() {
+            1
+        } else if scale_after >= 0 {
+            significant.len() + scale_after as usize
+        } else {
+            significant.len().max(scale_after.unsigned_abs() as usize) + 2
+        };
+        if length > MAX_DIGITS {
+            return Err(InvalidNumber(format!(
+                "{} (more than {MAX_DIGITS} digits written out)",
+                text.chars().take(40).collect::<String>()
+            )));
+        }
         Ok(Self::from_parts(negative, &digits, scale))
     }
 
@@ -167,6 +188,21 @@ impl fmt::Debug for Number {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_too_long_to_write_out_are_refused() {
+        // Issue 11: the 8-byte string "1e100000" expanded to 100,001 digits.
+        assert!(Number::parse("1e100000").is_err());
+        assert!(Number::parse("1e-100000").is_err());
+        assert!(Number::parse(&"9".repeat(MAX_DIGITS + 1)).is_err());
+        assert_eq!(Number::parse("1e400").unwrap().as_str().len(), 401);
+        assert!(Number::parse(&format!("{}e-2000", "1".repeat(40))).is_ok());
+        assert!(Number::parse("0e100000").is_ok(), "zero is short whatever its exponent");
+        assert!(Number::parse("1000e-3").unwrap().as_str() == "1");
+        let smallest = Number::from_f64(f64::from_bits(1)).unwrap();
+        assert!(smallest.as_str().len() <= MAX_DIGITS);
+        assert_eq!(Number::parse(smallest.as_str()).unwrap(), smallest);
+    }
 
     #[test]
     fn canonical_forms() {

@@ -133,13 +133,9 @@ impl Resource<ProviderData> for RegionHint {
     ) -> Option<RegionHintModel> {
         let zones = diags.check(ctx.data.cloudflare())?;
         let hint = state.hint()?;
-        let listing = diags.check(
-            zones
-                .listing(&hint.zone)
-                .await
-                .map_err(|e| Diagnostic::from(e).context(format!("Listing zone {}", hint.zone))),
-        )?;
-        let Some(live) = listing.get(&hint.mapping.origin_ip) else {
+        let live = zones.mapping(&hint.zone, &hint.mapping.origin_ip).await;
+        let live = diags.check(live.map_err(|e| Diagnostic::from(e).context(format!("Listing zone {}", hint.zone))))?;
+        let Some(live) = live else {
             diags.warning(
                 "Region hint deleted outside Terraform",
                 format!(
@@ -185,7 +181,6 @@ impl Resource<ProviderData> for RegionHint {
             return;
         };
         let Some(hint) = prior.hint() else { return };
-        zones.claim(&hint.zone, &hint.mapping.origin_ip);
         let deleted = zones.delete(&hint.zone, hint.mapping.origin_ip.clone()).await;
         diags.check(deleted.map_err(|e| Diagnostic::from(e).context(format!("Deleting {}", hint.id()))));
     }

@@ -154,10 +154,10 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             Some((kind, name)) if KNOWN_KINDS.contains(&kind) => (kind, name),
             _ => ("file", id),
         };
-        if name.is_empty() {
+        if name.is_empty() || name.chars().any(char::is_control) {
             diags.error(
                 "Invalid import ID",
-                "Expected `<kind>:<name>` with kind file, secretsmanager or ssm (e.g. `ssm:/prod/cache/replica-map`), or a file path.",
+                "Expected `<kind>:<name>` with kind file, secretsmanager or ssm (e.g. `ssm:/prod/cache/replica-map`), or a file path; names never hold control characters such as NUL.",
             );
             return None;
         }
@@ -312,4 +312,29 @@ async fn discovered(
         }
     };
     Some((members, fallback))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::provider::config::ProviderConfig;
+
+    #[tokio::test]
+    async fn import_ids_with_control_characters_are_refused() {
+        // Issue 11: an ID with a NUL byte was accepted as a file path.
+        let ctx = Context {
+            data: Arc::new(ProviderData::new(ProviderConfig::default())),
+            stop: Default::default(),
+        };
+        for id in ["replicas\0.json", "file:a\nb", "ssm:", ""] {
+            let mut diags = Diagnostics::default();
+            assert!(ZoneReplicaMap.import(&ctx, id, &mut diags).await.is_none(), "{id:?}");
+            assert!(diags.has_errors());
+        }
+        let mut diags = Diagnostics::default();
+        let imported = ZoneReplicaMap.import(&ctx, "ssm:/prod/map", &mut diags).await.unwrap();
+        assert_eq!(imported.id.get().map(String::as_str), Some("ssm:/prod/map"));
+    }
 }
