@@ -628,3 +628,65 @@ fn syntax_errors_next_to_multibyte_text_are_diagnostics() {
         }
     }
 }
+
+/// Issue 11: two services whose generated names collide once `-` becomes `_` (`web` with
+/// region `tokyo`, and `web-tokyo`) gave invalid Terraform (and JSON output silently kept one);
+/// a service name whose URL map name passes 63 characters was not reported.
+#[test]
+fn colliding_and_too_long_generated_names_are_errors() {
+    let base = std::fs::read_to_string(fixtures().join("two-regions/spec.hcl")).unwrap();
+    let twin = base.replacen("service \"web\"", "service \"web-tokyo\"", 1);
+    let text = format!("{base}\n{twin}");
+    for format in [Format::Hcl, Format::Json] {
+        let source = SourceFile {
+            name: "spec.hcl",
+            text: &text,
+        };
+        let generated = generate(&source, format);
+        assert!(generated.text.is_none(), "nothing is written");
+        let rendered: String = generated.diagnostics.iter().map(|d| source.render(d)).collect();
+        assert!(
+            rendered
+                .contains("generates google_compute_backend_service.web_tokyo, which service \"web\" generates too"),
+            "{rendered}"
+        );
+    }
+    // Region names short enough for `<service>-neg-t`, too long for `<service>-urlmap`.
+    let long = "w".repeat(57);
+    let text = base
+        .replace("\"tokyo\"", "\"t\"")
+        .replace("\"osaka\"", "\"o\"")
+        .replacen("service \"web\"", &format!("service \"{long}\""), 1);
+    let source = SourceFile {
+        name: "spec.hcl",
+        text: &text,
+    };
+    let rendered: String = generate(&source, Format::Hcl)
+        .diagnostics
+        .iter()
+        .map(|d| source.render(d))
+        .collect();
+    assert!(
+        rendered.contains(&format!("\"{long}-urlmap\" is 64 characters")),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("spec.hcl:4:9"),
+        "points at the service label: {rendered}"
+    );
+}
+
+/// Issue 11: `--check` against a file that exists but cannot be read is an error (exit 2), not
+/// "stale" (exit 1); a missing file is still stale.
+#[test]
+fn check_of_an_unreadable_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(fixtures().join("two-regions/spec.hcl")).unwrap();
+    std::fs::write(dir.path().join("spec.hcl"), &spec).unwrap();
+    std::fs::create_dir(dir.path().join("lb.tf")).unwrap();
+    let out = locality(&["gen", "spec.hcl", "-o", "lb.tf", "--check"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read lb.tf"));
+    let out = locality(&["gen", "spec.hcl", "-o", "missing.tf", "--check"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -55,7 +55,15 @@ pub fn run(args: &GenArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8
             0
         }
         (Some(path), true) => {
-            let current = std::fs::read_to_string(path).unwrap_or_default();
+            // A missing file is stale (1); one that exists but cannot be read is an error (2).
+            let current = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => {
+                    let _ = writeln!(stderr, "error: cannot read {}: {e}", path.display());
+                    return 2;
+                }
+            };
             if current == output {
                 return 0;
             }

@@ -8,15 +8,11 @@
 use std::time::Duration;
 
 use super::hcl::{Block, Expr};
+use super::names::{self, label as ident};
 use super::spec::{Outlier, Service, Spec, WeightsManagedBy};
 
 /// The total weight split between backend services.
 pub const TOTAL_WEIGHT: i64 = 100;
-
-/// Terraform resource names use underscores; Google names keep the hyphens.
-fn ident(name: &str) -> String {
-    name.replace('-', "_")
-}
 
 fn reference(kind: &str, name: &str) -> Expr {
     Expr::Traversal(vec![kind.into(), name.into(), "id".into()])
@@ -54,8 +50,8 @@ fn weights_for(service: &Service, active: &[String]) -> Vec<(String, i64)> {
 /// The Google name of a backend service from its weights key (`web` or `web_tokyo`).
 fn google_backend_name(service: &Service, key: &str) -> String {
     match key.strip_prefix(&format!("{}_", service.name)) {
-        Some(region) => format!("{}-bs-{region}", service.name),
-        None => format!("{}-bs", service.name),
+        Some(region) => names::backend_service(&service.name, Some(region)).name,
+        None => names::backend_service(&service.name, None).name,
     }
 }
 
@@ -120,23 +116,25 @@ fn service_blocks(service: &Service) -> Vec<Block> {
     let mut out = Vec::new();
     let mut negs = Vec::new();
     for region in &service.regions {
-        let neg = format!("{svc}_{}", ident(&region.name));
+        let neg = names::neg(&service.name, &region.name);
         out.push(
-            Block::new("resource", &["google_compute_region_network_endpoint_group", &neg])
-                .attr("name", s(&format!("{}-neg-{}", service.name, region.name)))
+            Block::new("resource", &[neg.resource_type, &neg.label])
+                .attr("name", s(&neg.name))
                 .attr("project", s(&service.project))
                 .attr("region", s(&region.location))
                 .attr("network_endpoint_type", s("SERVERLESS"))
                 .block(Block::new("cloud_run", &[]).attr("service", s(&region.cloud_run))),
         );
-        negs.push(neg);
+        negs.push(neg.label);
     }
-    out.push(backend_service(service, &svc, &format!("{}-bs", service.name), &negs));
+    let all_regions = names::backend_service(&service.name, None);
+    out.push(backend_service(service, &all_regions.label, &all_regions.name, &negs));
     for (region, neg) in service.regions.iter().zip(&negs) {
+        let own = names::backend_service(&service.name, Some(&region.name));
         out.push(backend_service(
             service,
-            neg,
-            &format!("{}-bs-{}", service.name, region.name),
+            &own.label,
+            &own.name,
             std::slice::from_ref(neg),
         ));
     }
@@ -162,8 +160,9 @@ fn service_blocks(service: &Service) -> Vec<Block> {
                 .attr("weight", Expr::Int(*weight)),
         );
     }
-    let url_map = Block::new("resource", &["google_compute_url_map", &svc])
-        .attr("name", s(&format!("{}-urlmap", service.name)))
+    let url_map_names = names::url_map(&service.name);
+    let url_map = Block::new("resource", &[url_map_names.resource_type, &url_map_names.label])
+        .attr("name", s(&url_map_names.name))
         .attr("project", s(&service.project));
     let url_map = if external {
         let ignored = (0..url_map_weights.len())

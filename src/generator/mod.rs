@@ -11,6 +11,7 @@ pub mod command;
 pub mod diagnostic;
 pub mod emit;
 pub mod hcl;
+pub mod names;
 pub mod spec;
 pub mod tree;
 

@@ -8,6 +8,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use super::diagnostic::{suggest, Level, SpecDiagnostic};
+use super::names;
 use super::tree::{Literal, Node, Spanned};
 pub use crate::naming::{is_google_name, is_project_id};
 
@@ -142,13 +143,15 @@ pub fn lower(root: &Node) -> (Option<Spec>, Vec<SpecDiagnostic>) {
             continue;
         }
         if let Some(service) = lower_service(block, label, &mut d) {
-            services.push(service);
+            services.push((service, label.span.clone()));
         }
     }
     if root.blocks.is_empty() && root.attributes.is_empty() {
         d.push(SpecDiagnostic::error(0..0, "the spec has no service").help("add a `service \"NAME\" { ... }` block"));
     }
+    check_generated_names(&services, &mut d);
     let ok = !d.iter().any(|x| x.level == Level::Error);
+    let services = services.into_iter().map(|(service, _)| service).collect();
     (ok.then_some(Spec { services }), d)
 }
 
@@ -256,9 +259,68 @@ fn describe(literal: &Literal) -> &'static str {
     }
 }
 
-/// The Google names generated for a service, longest first (for the length check).
+/// The Google names generated for a region of a service (for the length check).
 pub fn generated_names(service: &str, region: &str) -> [String; 2] {
-    [format!("{service}-neg-{region}"), format!("{service}-bs-{region}")]
+    [
+        names::neg(service, region).name,
+        names::backend_service(service, Some(region)).name,
+    ]
+}
+
+/// Names that only make sense across services: two services whose generated Terraform labels
+/// or Google names are the same (`web` with region `tokyo` and a service `web-tokyo` both make
+/// `google_compute_backend_service.web_tokyo`), and service-level Google names over 63
+/// characters (`<service>-urlmap`; region-level ones are checked at their region).
+fn check_generated_names(services: &[(Service, Range<usize>)], d: &mut Vec<SpecDiagnostic>) {
+    let mut labels: HashMap<(&'static str, String), &str> = HashMap::new();
+    let mut google: HashMap<(&'static str, String), &str> = HashMap::new();
+    for (service, span) in services {
+        let regions = service.regions.iter().map(|r| r.name.as_str());
+        // Region-level names are checked at their region; these two only here.
+        for generated in [
+            names::backend_service(&service.name, None),
+            names::url_map(&service.name),
+        ] {
+            if generated.name.len() > names::MAX_GOOGLE_NAME {
+                d.push(
+                    SpecDiagnostic::error(
+                        span.clone(),
+                        format!(
+                            "the generated name \"{}\" is {} characters; Google allows at most {}",
+                            generated.name,
+                            generated.name.len(),
+                            names::MAX_GOOGLE_NAME
+                        ),
+                    )
+                    .help("shorten the service name"),
+                );
+            }
+        }
+        for generated in names::all(&service.name, regions) {
+            let address = format!("{}.{}", generated.resource_type, generated.label);
+            let collides = [
+                (
+                    labels.insert((generated.resource_type, generated.label.clone()), &service.name),
+                    address,
+                ),
+                (
+                    google.insert((generated.resource_type, generated.name.clone()), &service.name),
+                    format!("the Google name \"{}\"", generated.name),
+                ),
+            ];
+            for (other, what) in collides {
+                if let Some(other) = other.filter(|o| *o != service.name) {
+                    d.push(
+                        SpecDiagnostic::error(
+                            span.clone(),
+                            format!("service \"{}\" generates {what}, which service \"{other}\" generates too", service.name),
+                        )
+                        .help("rename one of the services (`-` becomes `_` in Terraform names, so `web` with region `tokyo` and `web-tokyo` collide)"),
+                    );
+                }
+            }
+        }
+    }
 }
 
 fn lower_service(block: &Node, label: &Spanned<String>, d: &mut Vec<SpecDiagnostic>) -> Option<Service> {
