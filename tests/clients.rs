@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::fake_cloudflare::{FakeCloudflare, TOKEN as CF_TOKEN, ZONE};
+use common::fake_cloudflare::{FakeCloudflare, Fault, TOKEN as CF_TOKEN, ZONE};
 use common::fake_compute::{FakeCompute, TOKEN as GOOGLE_TOKEN};
 use locality::http::RetryPolicy;
 use locality::provider::cloudflare::{Cloudflare, CreateError, Mapping, Zones};
@@ -164,4 +164,53 @@ async fn create_refuses_to_take_over_and_to_write_an_ip_twice() {
 
     let again = zones.create(ZONE, mapping("192.0.2.2", "gcp", "us-central1")).await;
     assert!(matches!(again, Err(CreateError::Claimed { .. })), "{again:?}");
+}
+
+/// Issue 11: a listing that never ends (a server repeating a page with a huge `total_pages`)
+/// is an error after the pages a full zone needs, not an endless loop.
+#[tokio::test]
+async fn listing_stops_at_the_pages_a_zone_can_hold() {
+    let (fake, zones) = zones().await;
+    fake.set("192.0.2.1", "aws", "us-east-1");
+    fake.state.lock().unwrap().repeat_first_page = true;
+    let err = zones.client().list(ZONE).await.unwrap_err();
+    assert!(err.to_string().contains("more than a zone can hold"), "{err}");
+    let lists = fake
+        .take_requests()
+        .iter()
+        .filter(|r| r.starts_with("GET list"))
+        .count();
+    assert!(lists <= 37, "{lists} list requests");
+}
+
+/// Issue 11: a batch DELETE answered "not found" as a whole means the mappings are gone:
+/// success, not a failed destroy.
+#[tokio::test]
+async fn delete_answered_not_found_as_a_whole_is_success() {
+    let (fake, zones) = zones().await;
+    fake.state.lock().unwrap().faults.push_back(Fault::Status(404, None));
+    zones.delete(ZONE, "192.0.2.9".into()).await.unwrap();
+    fake.state.lock().unwrap().faults.push_back(Fault::Status(403, None));
+    assert!(
+        zones.delete(ZONE, "192.0.2.9".into()).await.is_err(),
+        "other errors still fail"
+    );
+}
+
+/// Issue 11: a failure to list a zone is not remembered for the rest of the run: the next
+/// read lists again.
+#[tokio::test]
+async fn a_failed_listing_is_tried_again() {
+    let (fake, zones) = zones().await;
+    fake.set("192.0.2.1", "aws", "us-east-1");
+    fake.state.lock().unwrap().faults.push_back(Fault::Status(403, None));
+    assert!(zones.listing(ZONE).await.is_err());
+    assert_eq!(zones.listing(ZONE).await.unwrap().len(), 1);
+    assert_eq!(zones.listing(ZONE).await.unwrap().len(), 1, "success is remembered");
+    let lists = fake
+        .take_requests()
+        .iter()
+        .filter(|r| r.starts_with("GET list"))
+        .count();
+    assert_eq!(lists, 2);
 }

@@ -40,6 +40,8 @@ pub struct Inner {
     pub zones: HashMap<String, BTreeMap<String, (String, String, String)>>,
     pub limit: usize,
     pub faults: VecDeque<Fault>,
+    /// A broken server: every list request gets the first page and a huge `total_pages`.
+    pub repeat_first_page: bool,
     pub requests: Vec<String>,
     clock: u64,
 }
@@ -228,10 +230,11 @@ async fn list(
         }
         let Some(mappings) = s.zones.get(&zone) else { return failure(StatusCode::NOT_FOUND, 7003, "No route for the URI") };
         let total = mappings.len();
+        let (page, pages) = if s.repeat_first_page { (1, 1_000_000) } else { (page, total.div_ceil(per_page).max(1)) };
         let items: Vec<Value> = mappings.iter().skip((page - 1) * per_page).take(per_page).map(|(ip, e)| entry(ip, e)).collect();
         let count = items.len();
         Json(json!({"success": true, "errors": [], "messages": [], "result": items,
-            "result_info": {"page": page, "per_page": per_page, "count": count, "total_count": total, "total_pages": total.div_ceil(per_page).max(1)}}))
+            "result_info": {"page": page, "per_page": per_page, "count": count, "total_count": total, "total_pages": pages}}))
         .into_response()
     })
     .await

@@ -204,7 +204,15 @@ impl Cloudflare {
         let url = self.url(zone, "");
         let mut all = Vec::new();
         let mut page = 1u64;
+        // A zone holds at most ZONE_LIMIT mappings: a listing that goes on past that many pages
+        // (a server repeating a page, or a wrong `total_pages`) is refused, not followed forever.
+        let max_pages = ZONE_LIMIT.div_ceil(PAGE_SIZE) as u64 + 1;
         loop {
+            if page > max_pages {
+                return Err(CloudflareError::Decode(format!(
+                    "the listing of zone {zone} goes on past {max_pages} pages of {PAGE_SIZE}, more than a zone can hold ({ZONE_LIMIT})"
+                )));
+            }
             let query = [("page", page.to_string()), ("per_page", PAGE_SIZE.to_string())];
             let (result, info) = self.call(|| self.http.get(&url).query(&query)).await?;
             let items: Vec<Mapping> = Self::decode(result)?;

@@ -106,38 +106,21 @@ impl Zones {
     /// The zone's mappings by canonical IP, listed once per process.
     ///
     /// # Errors
-    /// The listing's error (shared by every caller waiting for it).
+    /// The listing's error (shared by every caller waiting for it; a later call lists again).
     pub async fn listing(&self, zone: &str) -> Result<Arc<BTreeMap<String, Mapping>>, CloudflareError> {
-        let cell = self
-            .listings
-            .lock()
-            .expect("lock")
-            .entry(zone.to_string())
-            .or_default()
-            .clone();
-        cell.get_or_init(|| async {
+        once_per_zone(&self.listings, zone, || async {
             let all = self.client.list(zone).await?;
-            Ok(Arc::new(all.into_iter().map(|m| (m.origin_ip.clone(), m)).collect()))
+            Ok(all.into_iter().map(|m| (m.origin_ip.clone(), m)).collect())
         })
         .await
-        .clone()
     }
 
     /// The zone's supported regions, fetched once per process.
     ///
     /// # Errors
-    /// The request's error (e.g. Tiered Cache disabled).
+    /// The request's error (e.g. Tiered Cache disabled); a later call asks again.
     pub async fn supported_regions(&self, zone: &str) -> Result<Arc<SupportedRegions>, CloudflareError> {
-        let cell = self
-            .supported
-            .lock()
-            .expect("lock")
-            .entry(zone.to_string())
-            .or_default()
-            .clone();
-        cell.get_or_init(|| async { self.client.supported_regions(zone).await.map(Arc::new) })
-            .await
-            .clone()
+        once_per_zone(&self.supported, zone, || self.client.supported_regions(zone)).await
     }
 
     /// The zone's mapping for `ip`: what this process last wrote, else the (shared) listing.
@@ -324,6 +307,13 @@ impl Zones {
                             let _ = tx.send(outcome);
                         }
                     }
+                    // Not found as a whole (no such mappings, or no such zone): they are gone,
+                    // which is what a delete wants.
+                    Err(CloudflareError::NotFound { .. }) => {
+                        for (_, tx) in chunk {
+                            let _ = tx.send(Ok(()));
+                        }
+                    }
                     Err(e) => {
                         for (_, tx) in chunk {
                             let _ = tx.send(Err(e.clone()));
@@ -337,6 +327,35 @@ impl Zones {
         self.record(zone, &deleted_ip, None);
         Ok(())
     }
+}
+
+/// The value `fetch` gives for `zone`, fetched once and shared by every caller, including those
+/// that arrive while it is being fetched. A failure is shared by the callers that waited for it
+/// but not remembered: the next call fetches again (a passing outage must not fail the rest of
+/// the run).
+async fn once_per_zone<T, F, Fut>(
+    cells: &Mutex<HashMap<String, Shared<T>>>,
+    zone: &str,
+    fetch: F,
+) -> Result<Arc<T>, CloudflareError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CloudflareError>>,
+{
+    let cell = cells
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(zone.to_string())
+        .or_default()
+        .clone();
+    let result = cell.get_or_init(|| async { fetch().await.map(Arc::new) }).await.clone();
+    if result.is_err() {
+        let mut cells = cells.lock().unwrap_or_else(|e| e.into_inner());
+        if cells.get(zone).is_some_and(|current| Arc::ptr_eq(current, &cell)) {
+            cells.remove(zone);
+        }
+    }
+    result
 }
 
 /// Waits [`BATCH_WINDOW`], then keeps waiting in short steps while items are still arriving
