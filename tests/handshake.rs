@@ -364,3 +364,23 @@ fn debug_mode_prints_reattach_config_that_terraform_uses() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Issue 11: a peer that connects and never starts the TLS handshake is dropped after the
+/// handshake timeout (5 s) instead of holding its task forever.
+#[tokio::test]
+async fn a_silent_peer_is_dropped_after_the_handshake_timeout() {
+    use tokio::io::AsyncReadExt as _;
+    let identity = terraform_like_identity();
+    let plugin = start_plugin(Some(&identity.pem));
+    let mut silent = tokio::net::TcpStream::connect(plugin.addr).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(15), silent.read(&mut buf)).await;
+    let closed = matches!(read, Ok(Ok(0)) | Ok(Err(_)));
+    assert!(closed, "the server closed the connection: {read:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(4) && waited < Duration::from_secs(10),
+        "{waited:?}"
+    );
+}

@@ -165,6 +165,13 @@ fn no_delay(listener: TcpListener) -> impl tokio_stream::Stream<Item = std::io::
 
 type TlsStream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
 
+/// How long a connection may take to complete its TLS handshake (Terraform takes
+/// milliseconds); a peer that connects and stays silent is dropped after this.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pause after a failed accept (e.g. out of file descriptors), so the loop does not spin.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
 /// Accepts TCP connections and completes the TLS handshake (with client authentication)
 /// before tonic sees them; refused connections never reach the gRPC server.
 fn tls_incoming(
@@ -174,18 +181,26 @@ fn tls_incoming(
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
         loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
+            let tcp = match listener.accept().await {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection failed; pausing before the next");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    continue;
+                }
             };
             // gRPC is request/response: Nagle + delayed ACKs would add ~40 ms per round trip.
             let _ = tcp.set_nodelay(true);
             let (acceptor, tx) = (acceptor.clone(), tx.clone());
             tokio::spawn(async move {
-                match acceptor.accept(tcp).await {
-                    Ok(tls) => {
+                match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                    Ok(Ok(tls)) => {
                         let _ = tx.send(Ok(tls)).await;
                     }
-                    Err(e) => tracing::warn!(error = %e, "refused a connection that failed TLS client authentication"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "refused a connection that failed TLS client authentication")
+                    }
+                    Err(_) => tracing::warn!("dropped a connection that did not finish its TLS handshake in time"),
                 }
             });
         }
