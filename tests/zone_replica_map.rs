@@ -11,7 +11,7 @@ fn config(members: &[(&str, &str, &str)], path: &str) -> String {
     for (endpoint, zone, role) in members {
         out.push_str(&format!("\n  member {{\n    endpoint = \"{endpoint}\"\n    zone     = \"{zone}\"\n    role     = \"{role}\"\n  }}\n"));
     }
-    out.push_str(&format!("\n  file {{\n    path = \"{path}\"\n  }}\n}}\n\noutput \"document\" {{\n  value = locality_zone_replica_map.cache.document\n}}\n"));
+    out.push_str(&format!("\n  file {{\n    path = \"{path}\"\n  }}\n}}\n\noutput \"document\" {{\n  value     = locality_zone_replica_map.cache.document\n  sensitive = true\n}}\n"));
     out
 }
 
@@ -285,7 +285,7 @@ fn unknown_values_plan_and_apply() {
     tf.write("main.tf", &main);
     let (code, plan) = tf.plan_exit_code();
     assert_eq!(code, 2);
-    assert!(plan.contains("document          = (known after apply)"), "{plan}");
+    assert!(plan.contains("document          = (sensitive value)"), "{plan}");
     assert!(
         plan.contains("id                = \"file:replicas.json\""),
         "known parts stay known:\n{plan}"
@@ -379,7 +379,7 @@ resource "locality_zone_replica_map" "cache" {{
     let (code, plan) = tf.plan_exit_code();
     assert_eq!(code, 2, "{plan}");
     assert!(!plan.contains("Missing topology"), "{plan}");
-    assert!(plan.contains("document          = (known after apply)"), "{plan}");
+    assert!(plan.contains("document          = (sensitive value)"), "{plan}");
     tf.ok(&["apply", "-auto-approve"]);
     assert_eq!(tf.read("replicas.json").unwrap(), DOC);
     tf.assert_no_changes();

@@ -21,7 +21,7 @@ fn terraform(moto: &Moto) -> Terraform {
 
 fn config(moto: &Moto, group: &str, target: &str) -> String {
     format!(
-        "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\nresource \"locality_zone_replica_map\" \"cache\" {{\n  replication_group_id = \"{group}\"\n\n  {target}\n}}\n\noutput \"document\" {{\n  value = locality_zone_replica_map.cache.document\n}}\n",
+        "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\nresource \"locality_zone_replica_map\" \"cache\" {{\n  replication_group_id = \"{group}\"\n\n  {target}\n}}\n\noutput \"document\" {{\n  value     = locality_zone_replica_map.cache.document\n  sensitive = true\n}}\n",
         moto.endpoint
     )
 }

@@ -46,5 +46,6 @@ output "uncovered_zones" {
 }
 
 output "document" {
-  value = locality_zone_replica_map.cache.document
+  value     = locality_zone_replica_map.cache.document
+  sensitive = true # an imported secret may hold other values; `terraform output -raw document` shows it
 }

@@ -47,10 +47,12 @@ pub fn schema() -> Schema {
             "AZs (sorted) whose reads will still cross a zone: they have no replica (or only the primary while \
              `read_from_primary` is false) and use the fallback.",
         ))
-        .attribute(Attribute::string("document").computed().description(
+        .attribute(Attribute::string("document").computed().sensitive().description(
             "The exact JSON published, e.g. \
              `{\"version\":1,\"fallback\":\"reader.example:6379\",\"zones\":{\"ap-northeast-1a\":\"node-002.example:6379\"}}`. \
-             Keys are sorted and there is no timestamp, so the same topology always gives the same bytes.",
+             Keys are sorted and there is no timestamp, so the same topology always gives the same bytes. \
+             Sensitive, since an imported secret may hold other values: `endpoints` shows each AZ's change \
+             in plans.",
         ))
         .attribute(Attribute::string("version").computed().tracks(&["document"]).description(
             "The published version: the secret's VersionId, the parameter's version number, or for a `file` the \

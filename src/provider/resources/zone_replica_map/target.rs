@@ -161,19 +161,75 @@ impl Target {
     }
 }
 
+/// Replaces `path` with `bytes` so that readers see the old file or the new one, never a part:
+/// a temporary file with a random name is created next to it (exclusively: an existing file
+/// or a symlink planted at that name is never followed or overwritten), written, synced, given
+/// the existing file's mode (new files: 0600), and renamed over the target.
 async fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (path, bytes) = (path.to_path_buf(), bytes.to_vec());
+    tokio::task::spawn_blocking(move || write_atomically_blocking(&path, &bytes))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+fn write_atomically_blocking(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        tokio::fs::create_dir_all(dir).await?;
+        std::fs::create_dir_all(dir)?;
     }
+    let mode = match std::fs::metadata(path) {
+        Ok(meta) => meta.permissions().mode() & 0o7777,
+        Err(e) if e.kind() == ErrorKind::NotFound => 0o600,
+        Err(e) => return Err(e),
+    };
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temp = path.with_file_name(format!(".{file_name}.locality-{}.tmp", std::process::id()));
-    tokio::fs::write(&temp, bytes).await?;
-    if let Err(e) = tokio::fs::rename(&temp, path).await {
-        let _ = tokio::fs::remove_file(&temp).await;
-        return Err(e);
+    let temp = path.with_file_name(format!(".{file_name}.locality-{:016x}.tmp", fastrand::u64(..)));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        // The mode given at creation is reduced by the umask: set it exactly.
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
     }
-    Ok(())
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[tokio::test]
+    async fn files_are_replaced_whole_keeping_their_mode() {
+        // Issue 11: exclusive temp file, fsync, rename, existing mode kept, new files 0600.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/replicas.json");
+        write_atomically(&path, b"one").await.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"one");
+        assert_eq!(mode(&path), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomically(&path, b"two").await.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(mode(&path), 0o644);
+        let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left behind");
+    }
 }
