@@ -31,10 +31,18 @@ async fn compute() -> (FakeCompute, Compute) {
         locality::http::client(std::time::Duration::from_secs(10)),
         &fake.base_url(),
         Secret::new(GOOGLE_TOKEN),
-        RetryPolicy::default(),
+        quick_retries(),
         polling,
     );
     (fake, client)
+}
+
+/// Five attempts, as in production, with short waits.
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy {
+        base_delay: std::time::Duration::from_millis(5),
+        ..RetryPolicy::default()
+    }
 }
 
 fn desired(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
@@ -127,7 +135,7 @@ async fn zones() -> (FakeCloudflare, Zones) {
         locality::http::client(std::time::Duration::from_secs(10)),
         &fake.base_url(),
         Secret::new(CF_TOKEN),
-        RetryPolicy::default(),
+        quick_retries(),
     );
     (fake, Zones::new(client))
 }
@@ -213,4 +221,35 @@ async fn a_failed_listing_is_tried_again() {
         .filter(|r| r.starts_with("GET list"))
         .count();
     assert_eq!(lists, 2);
+}
+
+/// Issue 11: a PATCH whose every response was lost after Google applied it is read back and
+/// adopted, not reported as failed.
+#[tokio::test]
+async fn set_weights_adopts_a_write_whose_responses_were_lost() {
+    let (fake, compute) = compute().await;
+    fake.state.lock().unwrap().drop_after_applying = 10;
+    let want = desired(&[("web-bs", 0), ("web-bs-tokyo", 100)]);
+    assert!(compute.set_weights(PROJECT, MAP, &want).await.unwrap());
+    let weights: Vec<u64> = fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect();
+    assert_eq!(weights, [0, 100, 0]);
+    let patches = fake.take_requests().iter().filter(|r| r.starts_with("PATCH")).count();
+    assert!(patches >= 2, "retried with the same requestId: {patches}");
+}
+
+/// Issue 11: a create whose every response was lost after Cloudflare applied it is read back
+/// and adopted (the next apply used to say "already exists, import it").
+#[tokio::test]
+async fn create_adopts_a_write_whose_responses_were_lost() {
+    let (fake, zones) = zones().await;
+    zones.listing(ZONE).await.unwrap();
+    for _ in 0..5 {
+        fake.state.lock().unwrap().faults.push_back(Fault::DropAfterApplying);
+    }
+    let stored = zones
+        .create(ZONE, mapping("192.0.2.7", "aws", "us-east-1"))
+        .await
+        .unwrap();
+    assert_eq!((stored.vendor.as_str(), stored.region.as_str()), ("aws", "us-east-1"));
+    assert!(fake.mappings().contains_key("192.0.2.7"));
 }

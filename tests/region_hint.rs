@@ -395,3 +395,25 @@ async fn replace_deletes_and_creates_again() {
     })
     .await;
 }
+
+/// Issue 11: a create whose write was applied but whose every response was lost is read back
+/// and adopted: the apply succeeds and nothing is left to do (the next apply used to say the
+/// hint "already exists, import it").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_whose_responses_were_lost_is_adopted() {
+    with_fake(|fake, tf| {
+        tf.write(
+            "main.tf",
+            &format!("{}{}", provider(&fake), hint("x", "192.0.2.55", "gcp", "us-central1")),
+        );
+        fake.state.lock().unwrap().drop_writes = 5;
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(fake.state.lock().unwrap().drop_writes, 0, "every attempt was lost");
+        assert_eq!(
+            fake.mappings()["192.0.2.55"],
+            ("gcp".to_string(), "us-central1".to_string())
+        );
+        tf.assert_no_changes();
+    })
+    .await;
+}

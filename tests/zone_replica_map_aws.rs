@@ -248,6 +248,24 @@ async fn ssm_parameter_is_owned_drift_is_restored_and_destroy_deletes_it() {
     })
     .await;
     assert_eq!(parameter(&moto).await.unwrap().0, "someone else's");
+
+    // Issue 11: one that already holds exactly the document (our own PutParameter, retried by
+    // the SDK after its response was lost) is adopted, not refused.
+    client
+        .put_parameter()
+        .name(PARAM)
+        .value(&doc)
+        .overwrite(true)
+        .send()
+        .await
+        .unwrap();
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    assert_eq!(parameter(&moto).await.unwrap().0, doc);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,6 +58,10 @@ impl From<CreateError> for Diagnostic {
                 format!("Zone {zone} already has {ZONE_LIMIT} region hints, Cloudflare's limit."),
             ),
             CreateError::Api(e) => e.into(),
+            e @ CreateError::Unconfirmed { .. } => Diagnostic::error(
+                "Region hint may have been written",
+                format!("{e}. The state keeps the hint (marked tainted), so the next apply replaces it and converges."),
+            ),
         }
     }
 }

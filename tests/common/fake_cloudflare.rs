@@ -40,6 +40,9 @@ pub struct Inner {
     pub zones: HashMap<String, BTreeMap<String, (String, String, String)>>,
     pub limit: usize,
     pub faults: VecDeque<Fault>,
+    /// Writes (PUT, DELETE) to apply and then answer by dropping the connection: responses lost
+    /// after the server acted, whatever reads come in between.
+    pub drop_writes: u32,
     /// A broken server: every list request gets the first page and a huge `total_pages`.
     pub repeat_first_page: bool,
     pub requests: Vec<String>,
@@ -175,6 +178,14 @@ fn gate(state: &Arc<Mutex<Inner>>, headers: &HeaderMap, line: String) -> Gate {
         .unwrap_or_default();
     if auth != format!("Bearer {TOKEN}") {
         return Gate::Reply(failure(StatusCode::FORBIDDEN, 10000, "Authentication error"));
+    }
+    let write = s
+        .requests
+        .last()
+        .is_some_and(|l| l.starts_with("PUT") || l.starts_with("DELETE"));
+    if write && s.drop_writes > 0 {
+        s.drop_writes -= 1;
+        return Gate::Drop;
     }
     match s.faults.pop_front() {
         None => Gate::Answer,

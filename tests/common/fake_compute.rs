@@ -37,6 +37,11 @@ pub struct Inner {
     pub after_get: Option<(u32, Mutation)>,
     /// Every request: "METHOD path".
     pub requests: Vec<String>,
+    /// PATCHes to apply and then answer by dropping the connection (a lost response).
+    pub drop_after_applying: u32,
+    /// requestId → the operation it started: a retried PATCH gets the same operation back
+    /// instead of being applied again (Google's idempotency contract).
+    request_ids: HashMap<String, String>,
 }
 
 #[derive(Clone)]
@@ -240,8 +245,11 @@ async fn patch_map(
     if let Some(r) = preamble(&mut s, &headers, format!("PATCH urlMaps/{name}")) {
         return r;
     }
-    if query.get("requestId").is_none_or(|id| id.len() != 36) {
+    let Some(request_id) = query.get("requestId").filter(|id| id.len() == 36).cloned() else {
         return error(StatusCode::BAD_REQUEST, "invalid", "requestId must be a UUID");
+    };
+    if let Some(op) = s.request_ids.get(&request_id).cloned() {
+        return operation_reply(s, &op, &project, &name);
     }
     let key = (project.clone(), name.clone());
     let Some(current) = s.maps.get(&key).cloned() else {
@@ -279,6 +287,19 @@ async fn patch_map(
     }
     let polls = s.polls_per_operation;
     s.operations.insert(op.clone(), (polls, failure));
+    s.request_ids.insert(request_id, op.clone());
+    operation_reply(s, &op, &project, &name)
+}
+
+/// The reply to an accepted PATCH: its operation, or a dropped connection when a lost
+/// response is injected.
+fn operation_reply(mut s: std::sync::MutexGuard<'_, Inner>, op: &str, project: &str, name: &str) -> Response {
+    if s.drop_after_applying > 0 {
+        s.drop_after_applying -= 1;
+        drop(s);
+        // Abort this connection's task: the client sees the connection close with no answer.
+        panic!("fake_compute: dropping the connection after applying (injected fault)");
+    }
     Json(
         json!({"kind": "compute#operation", "name": op, "status": "RUNNING", "operationType": "patch",
         "targetLink": format!("https://www.googleapis.com/compute/v1/projects/{project}/global/urlMaps/{name}")}),

@@ -131,6 +131,17 @@ impl CloudflareError {
             _ => None,
         }
     }
+
+    /// Whether the request may have been applied although it failed: no response (connection
+    /// lost, timeout) or a server error after every retry. Such a write is read back, not
+    /// reported as failed outright.
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            CloudflareError::Transport(_) => true,
+            CloudflareError::Api { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
 }
 
 /// The canonical (RFC 5952) text of an IP address, or `None` when `text` is not one.

@@ -58,6 +58,16 @@ pub enum CreateError {
     /// The listing or the write failed.
     #[error(transparent)]
     Api(#[from] CloudflareError),
+    /// The write may have been applied (its response was lost) and reading it back failed too.
+    #[error("zone {zone}: the write of {ip} may or may not have been applied ({source}), and reading it back failed")]
+    Unconfirmed {
+        /// The zone.
+        zone: String,
+        /// The IP.
+        ip: String,
+        /// The write's error.
+        source: CloudflareError,
+    },
 }
 
 /// Whether a zone supports a region, per its `supported_regions`.
@@ -178,7 +188,30 @@ impl Zones {
         if self.listing(zone).await?.len() >= ZONE_LIMIT {
             return Err(CreateError::ZoneFull { zone: zone.to_string() });
         }
-        Ok(self.put(zone, mapping).await?)
+        match self.put(zone, mapping.clone()).await {
+            Ok(stored) => Ok(stored),
+            Err(e) if e.is_ambiguous() => self.reconcile(zone, mapping, e).await,
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// After a write whose outcome is unknown: reads the mapping back. It holds what was
+    /// written: adopted. It is absent or different: the write's error. It cannot be read: the
+    /// outcome stays unknown ([`CreateError::Unconfirmed`]).
+    async fn reconcile(&self, zone: &str, mapping: Mapping, error: CloudflareError) -> Result<Mapping, CreateError> {
+        match self.client.get(zone, &mapping.origin_ip).await {
+            Ok(Some(live)) if live.vendor == mapping.vendor && live.region == mapping.region => {
+                tracing::info!("a write whose response was lost had been applied; adopting it");
+                self.record(zone, &live.origin_ip, Some(live.clone()));
+                Ok(live)
+            }
+            Ok(_) => Err(error.into()),
+            Err(_) => Err(CreateError::Unconfirmed {
+                zone: zone.to_string(),
+                ip: mapping.origin_ip,
+                source: error,
+            }),
+        }
     }
 
     /// Whether the zone supports `vendor`/`region` (from its `supported_regions`, fetched once).

@@ -83,6 +83,18 @@ pub enum ComputeError {
 /// How often a weights write is retried after HTTP 412 (someone changed the URL map in between).
 pub const CONFLICT_RETRIES: u32 = 5;
 
+impl ComputeError {
+    /// Whether the request may have been applied although it failed: no response, a server
+    /// error after every retry, or an operation that was not seen to finish.
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            ComputeError::Transport(_) | ComputeError::Timeout { .. } => true,
+            ComputeError::Api { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
+}
+
 /// One `defaultRouteAction.weightedBackendServices` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -337,6 +349,14 @@ impl Compute {
                         attempt,
                         "URL map changed between read and write (HTTP 412); reading it again"
                     );
+                }
+                // The PATCH may have been applied although its response was lost: read back.
+                Err(e) if e.is_ambiguous() => {
+                    let applied = self
+                        .get_url_map(project, url_map)
+                        .await
+                        .is_ok_and(|now| now.weighted() == entries.as_slice());
+                    return if applied { Ok(true) } else { Err(api(e)) };
                 }
                 Err(e) => return Err(api(e)),
             }

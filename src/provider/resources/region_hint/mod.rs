@@ -13,7 +13,7 @@ use async_trait::async_trait;
 pub use model::{Hint, RegionHintModel};
 pub use schema::schema;
 
-use crate::provider::cloudflare::{canonical_ip, Support};
+use crate::provider::cloudflare::{canonical_ip, CreateError, Support};
 use crate::provider::ProviderData;
 use crate::regions::{near_matches, regions, CATALOGUE_DATE, VENDORS};
 use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Resource, Schema};
@@ -278,7 +278,19 @@ async fn write(
     let hint = diags.check(known_hint(&planned))?;
     check_support(&zones, &hint, diags).await?;
     let stored = match kind {
-        Write::Create => diags.check(zones.create(&hint.zone, hint.mapping.clone()).await)?,
+        Write::Create => match zones.create(&hint.zone, hint.mapping.clone()).await {
+            Ok(stored) => stored,
+            // The mapping may exist: keep tracking it (Terraform taints a create that fails with
+            // a state), so it is never lost; the next apply replaces it.
+            Err(e @ CreateError::Unconfirmed { .. }) => {
+                diags.add(e);
+                hint.mapping.clone()
+            }
+            Err(e) => {
+                diags.add(e);
+                return None;
+            }
+        },
         Write::Update => {
             zones.claim(&hint.zone, &hint.mapping.origin_ip);
             let put = zones.put(&hint.zone, hint.mapping.clone()).await.map_err(|e| {

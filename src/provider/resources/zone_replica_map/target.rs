@@ -123,15 +123,19 @@ impl Target {
                 AwsError::NotFound(_) => PublishError::MissingSecret { secret_id: id.clone() },
                 other => self.aws(other),
             }),
-            Target::Ssm(name) => data
-                .aws()
-                .await
-                .write_parameter(name, document, !creating)
-                .await
-                .map_err(|e| match e {
-                    AwsError::AlreadyExists(_) => PublishError::AlreadyExists { target: self.id() },
-                    other => self.aws(other),
-                }),
+            Target::Ssm(name) => {
+                let aws = data.aws().await;
+                match aws.write_parameter(name, document, !creating).await {
+                    Ok(version) => Ok(version),
+                    // "Already exists" may be our own write: the SDK retries a PutParameter whose
+                    // response was lost. A parameter that holds exactly this document is adopted.
+                    Err(AwsError::AlreadyExists(_)) => match aws.read_parameter(name).await {
+                        Ok(Some((value, version))) if value == document => Ok(version),
+                        _ => Err(PublishError::AlreadyExists { target: self.id() }),
+                    },
+                    Err(other) => Err(self.aws(other)),
+                }
+            }
         }
     }
 
