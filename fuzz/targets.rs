@@ -1,0 +1,99 @@
+//! The fuzz targets' bodies, shared by the libFuzzer binaries (`fuzz/fuzz_targets/*.rs`, run by
+//! `scripts/fuzz`) and by the replay test (`tests/fuzz_replay.rs`, in the default suite), so
+//! that every corpus entry and every crash found stays a regression case.
+//!
+//! Each target feeds untrusted bytes to what Terraform, a spec file or a user can reach:
+//! - `msgpack`: a DynamicValue as msgpack, decoded against every resource's and data source's
+//!   schema, conformed, converted to its model and validated (ValidateResourceConfig);
+//! - `json`: the same as JSON (UpgradeResourceState's raw state);
+//! - `spec`: `locality gen` on HCL and on JSON text, diagnostics rendered;
+//! - `import`: every resource's import ID parser (no credentials: nothing leaves the process);
+//! - `text`: IP, endpoint, zone, URL and region-name parsers.
+
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+
+use locality::generator::{generate, Format, SourceFile};
+use locality::provider::config::ProviderConfig;
+use locality::provider::{LocalityProvider, ProviderData};
+use locality::tfplugin::value::{decode_json, decode_msgpack};
+use locality::tfplugin::{Context, Diagnostics, Provider};
+
+/// The targets, by name.
+pub const TARGETS: [&str; 5] = ["msgpack", "json", "spec", "import", "text"];
+
+/// Runs target `name` on `data`. Panics only on a bug (what the fuzzer looks for).
+pub fn run(name: &str, data: &[u8]) {
+    match name {
+        "msgpack" => values(data, |bytes, ty| decode_msgpack(bytes, ty).ok()),
+        "json" => values(data, |bytes, ty| decode_json(bytes, ty).ok()),
+        "spec" => spec(data),
+        "import" => import(data),
+        "text" => text(data),
+        other => panic!("no fuzz target {other:?}"),
+    }
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    })
+}
+
+fn values(data: &[u8], decode: impl Fn(&[u8], &locality::tfplugin::Type) -> Option<locality::tfplugin::Value>) {
+    let provider = LocalityProvider;
+    for resource in provider.resources() {
+        let block = resource.schema().block;
+        if let Some(value) = decode(data, &block.value_type()) {
+            let mut diags = Diagnostics::default();
+            resource.validate(&block.conform(&value), &mut diags);
+        }
+    }
+    for data_source in provider.data_sources() {
+        let block = data_source.schema().block;
+        if let Some(value) = decode(data, &block.value_type()) {
+            let mut diags = Diagnostics::default();
+            data_source.validate(&block.conform(&value), &mut diags);
+        }
+    }
+}
+
+fn spec(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for (name, format) in [("spec.hcl", Format::Hcl), ("spec.json", Format::Json)] {
+        let source = SourceFile { name, text: &text };
+        for diagnostic in generate(&source, format).diagnostics {
+            let _ = source.render(&diagnostic);
+        }
+    }
+}
+
+fn import(data: &[u8]) {
+    let id = String::from_utf8_lossy(data);
+    let ctx = Context {
+        data: Arc::new(ProviderData::new(ProviderConfig::default())),
+        stop: Default::default(),
+    };
+    for resource in LocalityProvider.resources() {
+        let mut diags = Diagnostics::default();
+        runtime().block_on(resource.import(&ctx, &id, &mut diags));
+    }
+}
+
+fn text(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = locality::provider::cloudflare::canonical_ip(&text);
+    let _ = locality::provider::resources::zone_replica_map::check_endpoint(&text);
+    let _ = locality::provider::resources::zone_replica_map::is_zone_name(&text);
+    let _ = locality::provider::resources::region_hint::is_zone_id(&text);
+    let _ = locality::provider::config::check_base_url(&text);
+    let _ = locality::regions::near_matches(&text, &locality::regions::AWS);
+    if let Ok(ip) = text.trim().parse::<std::net::IpAddr>() {
+        let _ = locality::ranges::builtin().lookup(ip);
+    }
+}
