@@ -253,3 +253,32 @@ async fn create_adopts_a_write_whose_responses_were_lost() {
     assert_eq!((stored.vendor.as_str(), stored.region.as_str()), ("aws", "us-east-1"));
     assert!(fake.mappings().contains_key("192.0.2.7"));
 }
+
+/// Issue 11: an AWS endpoint that accepts connections and never answers fails the call within
+/// the timeouts (it used to hang the plan until Ctrl-C).
+#[tokio::test]
+async fn a_silent_aws_endpoint_times_out() {
+    use locality::provider::aws::{Aws, Timeouts};
+    // Static test credentials, as the tests' moto setup uses: the call must reach the network.
+    std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", silent.local_addr().unwrap());
+    let timeouts = Timeouts {
+        connect: std::time::Duration::from_secs(1),
+        read: std::time::Duration::from_secs(1),
+        operation: std::time::Duration::from_secs(3),
+    };
+    let aws = Aws::load_with(Some("ap-northeast-1"), Some(&endpoint), timeouts).await;
+    let started = std::time::Instant::now();
+    let call = tokio::time::timeout(std::time::Duration::from_secs(20), aws.discover("sessions"));
+    let err = call.await.expect("the call ends on its own").unwrap_err();
+    let waited = started.elapsed();
+    assert!(waited < std::time::Duration::from_secs(6), "{waited:?}: {err}");
+    assert!(
+        err.to_string().to_ascii_lowercase().contains("timeout") || err.to_string().contains("timed out"),
+        "{err}"
+    );
+    drop(silent);
+}

@@ -3,7 +3,30 @@
 //! the provider's `aws` block, else the standard AWS chain; credentials come from the chain
 //! and are never logged. Knows nothing about Terraform.
 
+use std::time::Duration;
+
 use aws_sdk_elasticache::error::DisplayErrorContext;
+
+/// How long AWS calls may take, so that a silent endpoint fails the plan instead of hanging it.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// Connecting.
+    pub connect: Duration,
+    /// Waiting for the first byte of a response (and each attempt as a whole).
+    pub read: Duration,
+    /// A call as a whole, retries included.
+    pub operation: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(30),
+            operation: Duration::from_secs(90),
+        }
+    }
+}
 
 /// One node of a replication group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +82,18 @@ pub struct Aws {
 impl Aws {
     /// Loads the shared AWS configuration once: `region` and `endpoint_url` override the chain.
     pub async fn load(region: Option<&str>, endpoint_url: Option<&str>) -> Aws {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        Self::load_with(region, endpoint_url, Timeouts::default()).await
+    }
+
+    /// [`Aws::load`] with other timeouts.
+    pub async fn load_with(region: Option<&str>, endpoint_url: Option<&str>, timeouts: Timeouts) -> Aws {
+        let timeout_config = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(timeouts.connect)
+            .read_timeout(timeouts.read)
+            .operation_attempt_timeout(timeouts.read)
+            .operation_timeout(timeouts.operation)
+            .build();
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeout_config);
         if let Some(r) = region {
             loader = loader.region(aws_config::Region::new(r.to_string()));
         }
