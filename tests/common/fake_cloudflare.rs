@@ -32,6 +32,8 @@ pub enum Fault {
     Slow(Duration),
     /// Apply the request, then drop the connection without answering.
     DropAfterApplying,
+    /// Drop the connection without applying the request.
+    DropBeforeApplying,
 }
 
 #[derive(Default)]
@@ -40,6 +42,8 @@ pub struct Inner {
     pub zones: HashMap<String, BTreeMap<String, (String, String, String)>>,
     pub limit: usize,
     pub faults: VecDeque<Fault>,
+    /// Faults for writes only (PUT, DELETE), taken before `faults`.
+    pub write_faults: VecDeque<Fault>,
     /// Writes (PUT, DELETE) to apply and then answer by dropping the connection: responses lost
     /// after the server acted, whatever reads come in between.
     pub drop_writes: u32,
@@ -167,6 +171,7 @@ enum Gate {
     Reply(Response),
     Slow(Duration),
     Drop,
+    DropUnapplied,
 }
 
 fn gate(state: &Arc<Mutex<Inner>>, headers: &HeaderMap, line: String) -> Gate {
@@ -187,7 +192,11 @@ fn gate(state: &Arc<Mutex<Inner>>, headers: &HeaderMap, line: String) -> Gate {
         s.drop_writes -= 1;
         return Gate::Drop;
     }
-    match s.faults.pop_front() {
+    let fault = match write.then(|| s.write_faults.pop_front()).flatten() {
+        Some(fault) => Some(fault),
+        None => s.faults.pop_front(),
+    };
+    match fault {
         None => Gate::Answer,
         Some(Fault::Status(status, retry_after)) => {
             let mut r = failure(StatusCode::from_u16(status).unwrap(), 1140, "injected fault");
@@ -198,6 +207,7 @@ fn gate(state: &Arc<Mutex<Inner>>, headers: &HeaderMap, line: String) -> Gate {
         }
         Some(Fault::Slow(d)) => Gate::Slow(d),
         Some(Fault::DropAfterApplying) => Gate::Drop,
+        Some(Fault::DropBeforeApplying) => Gate::DropUnapplied,
     }
 }
 
@@ -215,6 +225,7 @@ async fn guarded(
             tokio::time::sleep(d).await;
             f(&mut state.lock().unwrap())
         }
+        Gate::DropUnapplied => panic!("fake_cloudflare: dropping the connection before applying (injected fault)"),
         Gate::Drop => {
             let _ = f(&mut state.lock().unwrap());
             // Abort this connection's task: the client sees the connection close with no answer.

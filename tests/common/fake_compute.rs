@@ -14,6 +14,17 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+/// A fault injected into a PATCH.
+#[derive(Debug, Clone, Copy)]
+pub enum Fault {
+    /// Answer with this status (and Retry-After seconds).
+    Status(u16, Option<u64>),
+    /// Drop the connection without applying the request.
+    DropBefore,
+    /// Apply the request, then drop the connection without answering.
+    LostAfter,
+}
+
 /// The bearer token the fake accepts.
 pub const TOKEN: &str = "fake-google-token";
 
@@ -37,6 +48,8 @@ pub struct Inner {
     pub after_get: Option<(u32, Mutation)>,
     /// Every request: "METHOD path".
     pub requests: Vec<String>,
+    /// Faults for PATCHes only, in order.
+    pub write_faults: VecDeque<Fault>,
     /// PATCHes to apply and then answer by dropping the connection (a lost response).
     pub drop_after_applying: u32,
     /// requestId → the operation it started: a retried PATCH gets the same operation back
@@ -244,6 +257,23 @@ async fn patch_map(
     let mut s = state.lock().unwrap();
     if let Some(r) = preamble(&mut s, &headers, format!("PATCH urlMaps/{name}")) {
         return r;
+    }
+    match s.write_faults.pop_front() {
+        Some(Fault::Status(status, retry_after)) => {
+            let mut response = error(StatusCode::from_u16(status).unwrap(), "backendError", "injected fault");
+            if let Some(secs) = retry_after {
+                response
+                    .headers_mut()
+                    .insert("retry-after", secs.to_string().parse().unwrap());
+            }
+            return response;
+        }
+        Some(Fault::DropBefore) => {
+            drop(s);
+            panic!("fake_compute: dropping the connection before applying (injected fault)");
+        }
+        Some(Fault::LostAfter) => s.drop_after_applying += 1,
+        None => {}
     }
     let Some(request_id) = query.get("requestId").filter(|id| id.len() == 36).cloned() else {
         return error(StatusCode::BAD_REQUEST, "invalid", "requestId must be a UUID");

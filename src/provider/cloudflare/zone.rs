@@ -199,18 +199,44 @@ impl Zones {
     /// written: adopted. It is absent or different: the write's error. It cannot be read: the
     /// outcome stays unknown ([`CreateError::Unconfirmed`]).
     async fn reconcile(&self, zone: &str, mapping: Mapping, error: CloudflareError) -> Result<Mapping, CreateError> {
-        match self.client.get(zone, &mapping.origin_ip).await {
-            Ok(Some(live)) if live.vendor == mapping.vendor && live.region == mapping.region => {
-                tracing::info!("a write whose response was lost had been applied; adopting it");
-                self.record(zone, &live.origin_ip, Some(live.clone()));
-                Ok(live)
-            }
-            Ok(_) => Err(error.into()),
+        match self.read_back(zone, &mapping).await {
+            Ok(Some(live)) => Ok(live),
+            Ok(None) => Err(error.into()),
             Err(_) => Err(CreateError::Unconfirmed {
                 zone: zone.to_string(),
                 ip: mapping.origin_ip,
                 source: error,
             }),
+        }
+    }
+
+    /// The zone's mapping for the IP when it equals `mapping` (then it is adopted and
+    /// recorded), `None` when it is absent or different.
+    async fn read_back(&self, zone: &str, mapping: &Mapping) -> Result<Option<Mapping>, CloudflareError> {
+        Ok(match self.client.get(zone, &mapping.origin_ip).await? {
+            Some(live) if live.vendor == mapping.vendor && live.region == mapping.region => {
+                tracing::info!("a write whose response was lost had been applied; adopting it");
+                self.record(zone, &live.origin_ip, Some(live.clone()));
+                Some(live)
+            }
+            _ => None,
+        })
+    }
+
+    /// Replaces the mapping of an IP this configuration manages (claimed), batched with others
+    /// arriving at the same time. A write whose outcome is unknown is read back and adopted when
+    /// it was applied.
+    ///
+    /// # Errors
+    /// The write's error.
+    pub async fn update(&self, zone: &str, mapping: Mapping) -> ItemResult<Mapping> {
+        self.claim(zone, &mapping.origin_ip);
+        match self.put(zone, mapping.clone()).await {
+            Err(e) if e.is_ambiguous() => match self.read_back(zone, &mapping).await {
+                Ok(Some(live)) => Ok(live),
+                _ => Err(e),
+            },
+            other => other,
         }
     }
 
@@ -355,8 +381,19 @@ impl Zones {
                 }
             }
         }
-        rx.await
-            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())))?;
+        let deleted = rx
+            .await
+            .unwrap_or_else(|_| Err(CloudflareError::Transport("the batch request was cancelled".into())));
+        match deleted {
+            Ok(()) => {}
+            // The delete may have been applied although its response was lost: read back.
+            Err(e) if e.is_ambiguous() => {
+                if !matches!(self.client.get(zone, &deleted_ip).await, Ok(None)) {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
         self.record(zone, &deleted_ip, None);
         Ok(())
     }

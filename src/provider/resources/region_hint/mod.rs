@@ -292,8 +292,7 @@ async fn write(
             }
         },
         Write::Update => {
-            zones.claim(&hint.zone, &hint.mapping.origin_ip);
-            let put = zones.put(&hint.zone, hint.mapping.clone()).await.map_err(|e| {
+            let put = zones.update(&hint.zone, hint.mapping.clone()).await.map_err(|e| {
                 Diagnostic::from(e).context(format!(
                     "Writing the region hint for {} in zone {}",
                     hint.mapping.origin_ip, hint.zone
