@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
@@ -151,11 +152,28 @@ impl<P: Provider> ProviderService<P> {
         }
     }
 
-    /// Runs `work` unless StopProvider cancels it first.
+    /// Runs `work` unless StopProvider cancels it first (reads, plans, imports: nothing to
+    /// lose by stopping them at once).
     async fn cancellable<T>(&self, diags: &mut Diagnostics, work: impl Future<Output = (T, Diagnostics)>) -> Option<T> {
+        self.stoppable(diags, Duration::ZERO, work).await
+    }
+
+    /// Runs `work`; after StopProvider it still gets `grace` to finish before it is cancelled.
+    /// Changes get [`APPLY_GRACE`]: a write cut off mid-request may have been applied without
+    /// the state learning of it, while one left to finish is tracked.
+    async fn stoppable<T>(
+        &self,
+        diags: &mut Diagnostics,
+        grace: Duration,
+        work: impl Future<Output = (T, Diagnostics)>,
+    ) -> Option<T> {
+        let stopped = async {
+            self.inner.stop.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
         tokio::select! {
             biased;
-            () = self.inner.stop.cancelled() => {
+            () = stopped => {
                 diags.error("Operation cancelled", "Terraform asked the provider to stop (StopProvider) before this operation finished.");
                 None
             }
@@ -166,6 +184,9 @@ impl<P: Provider> ProviderService<P> {
         }
     }
 }
+
+/// How long an apply in flight may go on after StopProvider (Ctrl-C) to finish its requests.
+pub(crate) const APPLY_GRACE: Duration = Duration::from_secs(3);
 
 fn reply<T>(message: T) -> Result<Response<T>, Status> {
     Ok(Response::new(message))
@@ -509,7 +530,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
             &mut diags,
         ) {
             if planned.is_null() {
-                self.cancellable(&mut diags, async {
+                self.stoppable(&mut diags, APPLY_GRACE, async {
                     let mut d = Diagnostics::default();
                     entry.imp.delete(&ctx, &prior, &mut d).await;
                     ((), d)
@@ -520,7 +541,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 new_state = Some(entry.encode(after));
             } else {
                 let result = self
-                    .cancellable(&mut diags, async {
+                    .stoppable(&mut diags, APPLY_GRACE, async {
                         let mut d = Diagnostics::default();
                         let r = if prior.is_null() {
                             entry.imp.create(&ctx, &planned, &mut d).await

@@ -34,6 +34,9 @@ pub enum Fault {
     DropAfterApplying,
     /// Drop the connection without applying the request.
     DropBeforeApplying,
+    /// Apply the request at once, answer after this delay (a client that gives up in between
+    /// leaves a change it does not know of).
+    SlowAfterApplying(Duration),
 }
 
 #[derive(Default)]
@@ -172,6 +175,7 @@ enum Gate {
     Slow(Duration),
     Drop,
     DropUnapplied,
+    SlowAfter(Duration),
 }
 
 fn gate(state: &Arc<Mutex<Inner>>, headers: &HeaderMap, line: String) -> Gate {
@@ -208,6 +212,7 @@ fn gate(state: &Arc<Mutex<Inner>>, headers: &HeaderMap, line: String) -> Gate {
         Some(Fault::Slow(d)) => Gate::Slow(d),
         Some(Fault::DropAfterApplying) => Gate::Drop,
         Some(Fault::DropBeforeApplying) => Gate::DropUnapplied,
+        Some(Fault::SlowAfterApplying(d)) => Gate::SlowAfter(d),
     }
 }
 
@@ -224,6 +229,11 @@ async fn guarded(
         Gate::Slow(d) => {
             tokio::time::sleep(d).await;
             f(&mut state.lock().unwrap())
+        }
+        Gate::SlowAfter(d) => {
+            let response = f(&mut state.lock().unwrap());
+            tokio::time::sleep(d).await;
+            response
         }
         Gate::DropUnapplied => panic!("fake_cloudflare: dropping the connection before applying (injected fault)"),
         Gate::Drop => {

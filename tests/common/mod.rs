@@ -103,6 +103,27 @@ impl Terraform {
 
     /// Runs `terraform ARGS -no-color` in the directory.
     pub fn run(&self, args: &[&str]) -> Run {
+        let Output { status, stdout, stderr } = self.command(args).output().expect("terraform on PATH");
+        let run = Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        };
+        assert!(
+            !run.all().contains("Provider produced inconsistent"),
+            "terraform {args:?}:\n{}",
+            run.all()
+        );
+        assert!(
+            !run.all().contains("Provider produced invalid"),
+            "terraform {args:?}:\n{}",
+            run.all()
+        );
+        run
+    }
+
+    /// The command `terraform ARGS -no-color` in the directory, with the test's environment.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("terraform");
         cmd.args(args).current_dir(self.dir.path());
         if !args.iter().any(|a| *a == "-no-color" || a.starts_with("-json"))
@@ -126,23 +147,7 @@ impl Terraform {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let Output { status, stdout, stderr } = cmd.output().expect("terraform on PATH");
-        let run = Run {
-            code: status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        };
-        assert!(
-            !run.all().contains("Provider produced inconsistent"),
-            "terraform {args:?}:\n{}",
-            run.all()
-        );
-        assert!(
-            !run.all().contains("Provider produced invalid"),
-            "terraform {args:?}:\n{}",
-            run.all()
-        );
-        run
+        cmd
     }
 
     /// Runs and requires exit code 0.
