@@ -443,3 +443,72 @@ async fn schema_encoding_follows_terraform_rules() {
     );
     assert!(schema.provider.is_some());
 }
+
+/// Issue 11: malformed values that reach the server come back as an error diagnostic in an OK
+/// response, for every RPC that decodes one: the reserved msgpack marker, a number that would
+/// expand to 100,001 digits, trailing bytes, and JSON that is not the schema's shape.
+#[tokio::test]
+async fn malformed_values_are_diagnostics_in_ok_responses() {
+    let (addr, _stop) = start_server().await;
+    let mut c = client(addr).await;
+    c.configure_provider(pb::configure_provider::Request::default())
+        .await
+        .unwrap();
+    // {"number": "1e100000"}: fixmap(1), fixstr "number", fixstr "1e100000".
+    let mut huge = vec![0x81, 0xa6];
+    huge.extend(b"number");
+    huge.push(0xa8);
+    huge.extend(b"1e100000");
+    for bytes in [vec![0xc1], huge, vec![0xc0, 0xc0]] {
+        let value = Some(pb::DynamicValue {
+            msgpack: bytes.clone(),
+            json: Vec::new(),
+        });
+        let r = c
+            .validate_resource_config(pb::validate_resource_config::Request {
+                type_name: "locality_probe".into(),
+                config: value.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("an OK response")
+            .into_inner();
+        assert_eq!(r.diagnostics.len(), 1, "{bytes:x?}");
+        assert_eq!(r.diagnostics[0].severity, pb::diagnostic::Severity::Error as i32);
+        let r = c
+            .plan_resource_change(pb::plan_resource_change::Request {
+                type_name: "locality_probe".into(),
+                prior_state: value.clone(),
+                proposed_new_state: value.clone(),
+                config: value.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("an OK response")
+            .into_inner();
+        assert!(r.planned_state.is_none() && !r.diagnostics.is_empty(), "{bytes:x?}");
+        let r = c
+            .read_resource(pb::read_resource::Request {
+                type_name: "locality_probe".into(),
+                current_state: value,
+                ..Default::default()
+            })
+            .await
+            .expect("an OK response")
+            .into_inner();
+        assert!(!r.diagnostics.is_empty(), "{bytes:x?}");
+    }
+    let r = c
+        .upgrade_resource_state(pb::upgrade_resource_state::Request {
+            type_name: "locality_probe".into(),
+            version: 1,
+            raw_state: Some(pb::RawState {
+                json: br#"{"number": "1e100000", "numbers": {"not": "a list"}}"#.to_vec(),
+                flatmap: Default::default(),
+            }),
+        })
+        .await
+        .expect("an OK response")
+        .into_inner();
+    assert!(r.upgraded_state.is_none() && !r.diagnostics.is_empty());
+}

@@ -384,3 +384,31 @@ resource "locality_zone_replica_map" "cache" {{
     assert_eq!(tf.read("replicas.json").unwrap(), DOC);
     tf.assert_no_changes();
 }
+
+/// Issue 11: two resources publishing different maps to one file is a plan-time error on the
+/// second one's `path` (they would overwrite each other at every apply).
+#[test]
+fn two_resources_publishing_to_one_file_is_a_plan_time_error() {
+    let tf = Terraform::dev_overrides();
+    let first = config(TOPOLOGY, "out/replicas.json");
+    let second = config(&TOPOLOGY[..2], "./out/../out/replicas.json")
+        .split("resource \"locality_zone_replica_map\"")
+        .nth(1)
+        .unwrap()
+        .split("output \"document\"")
+        .next()
+        .unwrap()
+        .replacen("\"cache\"", "\"other\"", 1)
+        .replace("out/../out/replicas.json", "out/replicas.json");
+    tf.write(
+        "main.tf",
+        &format!("{first}\nresource \"locality_zone_replica_map\"{second}"),
+    );
+    let out = tf.fails(&["plan"]);
+    assert!(out.contains("File published twice"), "{out}");
+    assert!(
+        out.contains("path = \"./out/replicas.json\"") || out.contains("path = \"out/replicas.json\""),
+        "{out}"
+    );
+    assert!(!tf.exists("out/replicas.json"), "nothing written");
+}

@@ -2,7 +2,9 @@
 //! configured: the resolved configuration and the API clients, built lazily and shared by the
 //! whole provider process. A missing credential is a [`NotConfigured`] error, raised here only.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::aws::Aws;
@@ -44,6 +46,8 @@ pub struct ProviderData {
     http: OnceLock<reqwest::Client>,
     zones: OnceLock<Arc<Zones>>,
     aws: tokio::sync::OnceCell<Aws>,
+    /// Files planned as publish targets in this run, with the document planned for each.
+    published_files: Mutex<HashMap<PathBuf, String>>,
 }
 
 impl ProviderData {
@@ -54,6 +58,22 @@ impl ProviderData {
             http: OnceLock::new(),
             zones: OnceLock::new(),
             aws: tokio::sync::OnceCell::new(),
+            published_files: Mutex::default(),
+        }
+    }
+
+    /// Records that a resource of this run publishes `document` to the file at `path`; `false`
+    /// when another one publishes a different document there (two resources fighting over one
+    /// file). Relative paths are taken from the working directory, as writes take them.
+    pub fn claim_published_file(&self, path: &Path, document: &str) -> bool {
+        let key = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut files = self.published_files.lock().unwrap_or_else(|e| e.into_inner());
+        match files.get(&key) {
+            Some(other) => other == document,
+            None => {
+                files.insert(key, document.to_string());
+                true
+            }
         }
     }
 

@@ -72,6 +72,19 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         let map = topology.replica_map();
         let document = map.document();
         planned.set_published(&map.endpoints, &map.uncovered_zones, &document);
+        if let Some(Target::File(path)) = &target {
+            if !ctx.data.claim_published_file(path, &document) {
+                diags.attribute_error(
+                    AttributePath::root("file").index(0).attr("path"),
+                    "File published twice",
+                    format!(
+                        "Another {TYPE_NAME} in this configuration publishes a different replica map to {}; each file can hold one.",
+                        path.display()
+                    ),
+                );
+                return;
+            }
+        }
         // A file's version is its content hash, known now. A secret's VersionId or a
         // parameter's version tracks `document` (schema): kept while it is unchanged.
         if target.is_some_and(|t| t.version_is_content_hash()) {
