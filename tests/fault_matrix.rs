@@ -6,6 +6,9 @@
 //! one more apply converges, and afterwards the plan is empty and the remote state is exactly
 //! the configuration (no duplicate, no orphan, no lost object). The table is printed.
 //!
+//! `locality_zone_replica_map` is driven with its SSM target through a fault-injecting proxy in
+//! front of moto (AWS faults come 3 at a time, the SDK's attempts).
+//!
 //! Faults target the operation's own requests: writes for create/update/delete, the first
 //! request of the refresh for refresh. (The silent server is covered for AWS in
 //! tests/clients.rs; for Cloudflare and Google it is bounded by the 60 s request timeout times
@@ -255,4 +258,98 @@ async fn weighted_backend_fault_matrix() {
     }
     print_table("locality_weighted_backend", &cells);
     check_expectations("locality_weighted_backend", &cells);
+}
+
+fn map_config(proxy: &str, param: &str, replica: Option<&str>) -> String {
+    let mut out = format!(
+        "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{proxy}\"\n  }}\n}}\n"
+    );
+    if let Some(replica) = replica {
+        out.push_str(&format!(
+            "\nresource \"locality_zone_replica_map\" \"cache\" {{\n  fallback_endpoint = \"reader.example:6379\"\n\n  member {{\n    endpoint = \"{replica}\"\n    zone     = \"ap-northeast-1a\"\n  }}\n\n  ssm_parameter {{\n    name = \"{param}\"\n  }}\n}}\n"
+        ));
+    }
+    out
+}
+
+fn aws_faults(name: &str) -> Vec<common::fault_proxy::Fault> {
+    use common::fault_proxy::Fault;
+    // The AWS SDK makes 3 attempts.
+    match name {
+        "429 + Retry-After" => vec![Fault::Status(429)],
+        "5xx x5" => vec![Fault::Status(503); 3],
+        "drop before x5" => vec![Fault::DropBefore; 3],
+        _ => vec![Fault::LostAfter; 3],
+    }
+}
+
+/// The SSM target of `locality_zone_replica_map` through a fault proxy in front of moto.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_replica_map_ssm_fault_matrix() {
+    let moto = common::moto::Moto::start();
+    let proxy = common::fault_proxy::FaultProxy::start(&moto.endpoint).await;
+    let ssm = aws_sdk_ssm::Client::new(&moto.config().await);
+    let runtime = tokio::runtime::Handle::current();
+    let mut cells = Vec::new();
+    for op in OPS {
+        for (i, fault) in FAULTS.into_iter().enumerate() {
+            let param = format!("/matrix/{op:?}/{i}").to_lowercase();
+            let (proxy, ssm, runtime) = (proxy.clone(), ssm.clone(), runtime.clone());
+            let cell = tokio::task::spawn_blocking(move || {
+                let mut tf = Terraform::dev_overrides();
+                for (k, v) in common::moto::ENV {
+                    tf.env(k, v);
+                }
+                if op != Op::Create {
+                    tf.write(
+                        "main.tf",
+                        &map_config(&proxy.endpoint(), &param, Some("node-1.example:6379")),
+                    );
+                    tf.ok(&["apply", "-auto-approve"]);
+                }
+                let replica = match op {
+                    Op::Create | Op::Refresh => Some("node-1.example:6379"),
+                    Op::Update => Some("node-2.example:6379"),
+                    Op::Delete => None,
+                };
+                tf.write("main.tf", &map_config(&proxy.endpoint(), &param, replica));
+                let p = proxy.clone();
+                let inject = move || {
+                    let mut s = p.state.lock().unwrap();
+                    if op == Op::Refresh {
+                        s.faults.extend(aws_faults(fault));
+                    } else {
+                        s.write_faults.extend(aws_faults(fault));
+                    }
+                };
+                let converged = || {
+                    let value = runtime.block_on(async {
+                        ssm.get_parameter()
+                            .name(&param)
+                            .send()
+                            .await
+                            .ok()
+                            .and_then(|o| o.parameter().and_then(|p| p.value().map(String::from)))
+                    });
+                    match replica {
+                        Some(r) => value.is_some_and(|v| v.contains(r)),
+                        None => value.is_none(),
+                    }
+                };
+                let cell = exercise(&tf, op, &inject, &converged);
+                let mut s = proxy.state.lock().unwrap();
+                s.faults.clear();
+                s.write_faults.clear();
+                cell
+            })
+            .await
+            .unwrap();
+            cells.push((op, fault, cell));
+        }
+    }
+    print_table(
+        "locality_zone_replica_map (ssm_parameter; AWS faults x3, the SDK's attempts)",
+        &cells,
+    );
+    check_expectations("locality_zone_replica_map", &cells);
 }

@@ -102,7 +102,7 @@ impl From<AwsError> for Diagnostic {
             AwsError::NotFound(_) => "Not found in AWS",
             AwsError::AlreadyExists(_) => "Already exists in AWS",
             AwsError::ClusterMode(_) => "Cluster mode is not supported",
-            AwsError::Sdk(_) => "AWS API error",
+            AwsError::Sdk(_) | AwsError::Unconfirmed(_) => "AWS API error",
         };
         Diagnostic::error(summary, e.to_string())
     }

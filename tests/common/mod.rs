@@ -199,6 +199,7 @@ pub const PREAMBLE: &str = r#"terraform {
 "#;
 pub mod fake_cloudflare;
 pub mod fake_compute;
+pub mod fault_proxy;
 pub mod google;
 pub mod moto;
 pub mod proto;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use aws_sdk_elasticache::error::DisplayErrorContext;
+use aws_sdk_elasticache::error::{DisplayErrorContext, SdkError};
 
 /// How long AWS calls may take, so that a silent endpoint fails the plan instead of hanging it.
 #[derive(Debug, Clone, Copy)]
@@ -65,10 +65,23 @@ pub enum AwsError {
     /// Anything else the SDK reports (access denied, throttling, ...), with its full context.
     #[error("{0}")]
     Sdk(String),
+    /// No usable response (connection lost, timeout, unreadable answer) after the SDK's
+    /// retries: a write may have been applied.
+    #[error("{0}")]
+    Unconfirmed(String),
 }
 
-fn sdk(e: impl std::error::Error) -> AwsError {
-    AwsError::Sdk(DisplayErrorContext(e).to_string())
+fn sdk<E: std::error::Error + 'static, R: std::fmt::Debug>(e: SdkError<E, R>) -> AwsError {
+    let unconfirmed = matches!(
+        e,
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
+    );
+    let text = DisplayErrorContext(e).to_string();
+    if unconfirmed {
+        AwsError::Unconfirmed(text)
+    } else {
+        AwsError::Sdk(text)
+    }
 }
 
 /// The SDK clients of one provider process.

@@ -119,19 +119,34 @@ impl Target {
                     .map_err(|e| self.io(e))?;
                 Ok(sha256_hex(document.as_bytes()))
             }
-            Target::SecretsManager(id) => data.aws().await.write_secret(id, document).await.map_err(|e| match e {
-                AwsError::NotFound(_) => PublishError::MissingSecret { secret_id: id.clone() },
-                other => self.aws(other),
-            }),
+            Target::SecretsManager(id) => {
+                let aws = data.aws().await;
+                match aws.write_secret(id, document).await {
+                    Ok(version) => Ok(version),
+                    Err(AwsError::NotFound(_)) => Err(PublishError::MissingSecret { secret_id: id.clone() }),
+                    // The response was lost: the secret holding exactly this document now is
+                    // our write, applied.
+                    Err(e @ AwsError::Unconfirmed(_)) => match aws.read_secret(id).await {
+                        Ok(Some((value, version))) if value == document => Ok(version),
+                        _ => Err(self.aws(e)),
+                    },
+                    Err(other) => Err(self.aws(other)),
+                }
+            }
             Target::Ssm(name) => {
                 let aws = data.aws().await;
                 match aws.write_parameter(name, document, !creating).await {
                     Ok(version) => Ok(version),
                     // "Already exists" may be our own write: the SDK retries a PutParameter whose
-                    // response was lost. A parameter that holds exactly this document is adopted.
+                    // response was lost. A parameter that holds exactly this document is adopted;
+                    // so is one after a write whose every response was lost.
                     Err(AwsError::AlreadyExists(_)) => match aws.read_parameter(name).await {
                         Ok(Some((value, version))) if value == document => Ok(version),
                         _ => Err(PublishError::AlreadyExists { target: self.id() }),
+                    },
+                    Err(e @ AwsError::Unconfirmed(_)) => match aws.read_parameter(name).await {
+                        Ok(Some((value, version))) if value == document => Ok(version),
+                        _ => Err(self.aws(e)),
                     },
                     Err(other) => Err(self.aws(other)),
                 }
@@ -154,13 +169,18 @@ impl Target {
             Target::SecretsManager(id) => Ok(Some(format!(
                 "Secret {id:?} keeps its last published replica map: its lifecycle belongs to whoever created it. Delete or rotate it there."
             ))),
-            Target::Ssm(name) => data
-                .aws()
-                .await
-                .delete_parameter(name)
-                .await
-                .map(|()| None)
-                .map_err(|e| self.aws(e)),
+            Target::Ssm(name) => {
+                let aws = data.aws().await;
+                match aws.delete_parameter(name).await {
+                    Ok(()) => Ok(None),
+                    // The response was lost: a parameter that is gone now was deleted.
+                    Err(e @ AwsError::Unconfirmed(_)) => match aws.read_parameter(name).await {
+                        Ok(None) => Ok(None),
+                        _ => Err(self.aws(e)),
+                    },
+                    Err(e) => Err(self.aws(e)),
+                }
+            }
         }
     }
 }

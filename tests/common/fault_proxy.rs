@@ -1,0 +1,136 @@
+//! A fault-injecting HTTP proxy in front of a real service (moto), for the AWS column of the
+//! fault matrix: requests are forwarded unchanged, except that queued faults answer with an
+//! AWS-style error, drop the connection before forwarding, or forward and then drop the
+//! connection (the response is lost after the service acted). Listens on 127.0.0.1 only.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+
+/// A fault for one request.
+#[derive(Debug, Clone, Copy)]
+pub enum Fault {
+    /// Answer with this status and an AWS error body (429 is throttling, with Retry-After).
+    Status(u16),
+    /// Drop the connection without forwarding.
+    DropBefore,
+    /// Forward, then drop the connection without answering.
+    LostAfter,
+}
+
+#[derive(Default)]
+pub struct Inner {
+    /// Faults for any request, in order.
+    pub faults: VecDeque<Fault>,
+    /// Faults for writes only (AWS actions starting with Put, Delete, Create, Update).
+    pub write_faults: VecDeque<Fault>,
+    /// The AWS action of every request (`X-Amz-Target`'s operation).
+    pub actions: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct FaultProxy {
+    pub addr: SocketAddr,
+    pub state: Arc<Mutex<Inner>>,
+}
+
+struct Shared {
+    upstream: String,
+    client: reqwest::Client,
+    state: Arc<Mutex<Inner>>,
+}
+
+impl FaultProxy {
+    /// A proxy to `upstream` (e.g. `http://127.0.0.1:5000`).
+    pub async fn start(upstream: &str) -> Self {
+        let state = Arc::new(Mutex::new(Inner::default()));
+        let shared = Arc::new(Shared {
+            upstream: upstream.trim_end_matches('/').to_string(),
+            client: reqwest::Client::new(),
+            state: state.clone(),
+        });
+        let app = Router::new().fallback(forward).with_state(shared);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        FaultProxy { addr, state }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+async fn forward(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let action = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or("")
+        .to_string();
+    let write = ["Put", "Delete", "Create", "Update"]
+        .iter()
+        .any(|p| action.starts_with(p));
+    let fault = {
+        let mut s = shared.state.lock().unwrap();
+        s.actions.push(action);
+        match write.then(|| s.write_faults.pop_front()).flatten() {
+            Some(f) => Some(f),
+            None => s.faults.pop_front(),
+        }
+    };
+    match fault {
+        Some(Fault::Status(429)) => {
+            let body = r#"{"__type":"ThrottlingException","message":"Rate exceeded (injected)"}"#;
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", "1"), ("x-amzn-errortype", "ThrottlingException")],
+                body,
+            )
+                .into_response();
+        }
+        Some(Fault::Status(code)) => {
+            let body = r#"{"__type":"InternalServerError","message":"injected fault"}"#;
+            return (
+                StatusCode::from_u16(code).unwrap(),
+                [("x-amzn-errortype", "InternalServerError")],
+                body,
+            )
+                .into_response();
+        }
+        Some(Fault::DropBefore) => panic!("fault_proxy: dropping the connection before forwarding (injected fault)"),
+        _ => {}
+    }
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut request = shared.client.request(method, format!("{}{path}", shared.upstream));
+    for (name, value) in &headers {
+        if name != "host" && name != "content-length" {
+            request = request.header(name, value);
+        }
+    }
+    let upstream = request.body(body).send().await.expect("the upstream answers");
+    if matches!(fault, Some(Fault::LostAfter)) {
+        panic!("fault_proxy: dropping the connection after forwarding (injected fault)");
+    }
+    let status = upstream.status();
+    let mut response_headers = HeaderMap::new();
+    for (name, value) in upstream.headers() {
+        if name != "content-length" && name != "transfer-encoding" && name != "connection" {
+            response_headers.insert(name.clone(), value.clone());
+        }
+    }
+    let bytes = upstream.bytes().await.unwrap_or_default();
+    (status, response_headers, bytes).into_response()
+}
