@@ -12,6 +12,9 @@ use super::cloudflare::{Cloudflare, Zones};
 use super::config::ProviderConfig;
 use super::google::Compute;
 
+/// How long one Cloudflare or Google API request may take (each retry gets as long again).
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A cloud a resource needs but the provider has no credentials for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NotConfigured {
@@ -77,10 +80,18 @@ impl ProviderData {
         }
     }
 
-    /// The HTTP client shared by every API client of this provider process.
+    /// The HTTP client shared by every API client of this provider process. Each request may
+    /// take 60 s, or the seconds in `LOCALITY_HTTP_TIMEOUT`.
     pub fn http(&self) -> reqwest::Client {
         self.http
-            .get_or_init(|| crate::http::client(Duration::from_secs(60)))
+            .get_or_init(|| {
+                let timeout = std::env::var("LOCALITY_HTTP_TIMEOUT")
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .filter(|s| *s > 0)
+                    .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_secs);
+                crate::http::client(timeout)
+            })
             .clone()
     }
 

@@ -23,6 +23,8 @@ pub enum Fault {
     DropBefore,
     /// Apply the request, then drop the connection without answering.
     LostAfter,
+    /// Accept the request and never answer.
+    Silent,
 }
 
 /// The bearer token the fake accepts.
@@ -48,6 +50,8 @@ pub struct Inner {
     pub after_get: Option<(u32, Mutation)>,
     /// Every request: "METHOD path".
     pub requests: Vec<String>,
+    /// URL-map GETs to accept and never answer.
+    pub silent_reads: u32,
     /// Faults for PATCHes only, in order.
     pub write_faults: VecDeque<Fault>,
     /// PATCHes to apply and then answer by dropping the connection (a lost response).
@@ -217,6 +221,15 @@ async fn get_map(
     Path((project, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
+    let silent = {
+        let mut s = state.lock().unwrap();
+        let silent = s.silent_reads > 0;
+        s.silent_reads = s.silent_reads.saturating_sub(1);
+        silent
+    };
+    if silent {
+        return std::future::pending().await;
+    }
     let mut s = state.lock().unwrap();
     if let Some(r) = preamble(&mut s, &headers, format!("GET urlMaps/{name}")) {
         return r;
@@ -254,6 +267,17 @@ async fn patch_map(
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
+    let silent = {
+        let mut s = state.lock().unwrap();
+        let silent = matches!(s.write_faults.front(), Some(Fault::Silent));
+        if silent {
+            s.write_faults.pop_front();
+        }
+        silent
+    };
+    if silent {
+        return std::future::pending().await;
+    }
     let mut s = state.lock().unwrap();
     if let Some(r) = preamble(&mut s, &headers, format!("PATCH urlMaps/{name}")) {
         return r;
@@ -273,7 +297,8 @@ async fn patch_map(
             panic!("fake_compute: dropping the connection before applying (injected fault)");
         }
         Some(Fault::LostAfter) => s.drop_after_applying += 1,
-        None => {}
+        // Taken before the lock, at the top of the handler.
+        Some(Fault::Silent) | None => {}
     }
     let Some(request_id) = query.get("requestId").filter(|id| id.len() == 36).cloned() else {
         return error(StatusCode::BAD_REQUEST, "invalid", "requestId must be a UUID");
