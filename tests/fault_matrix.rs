@@ -1,4 +1,5 @@
-//! The fault matrix (issue 11): for `locality_region_hint` and `locality_weighted_backend`,
+//! The fault matrix (issue 11): for `locality_region_hint`, `locality_region_hints` and
+//! `locality_weighted_backend`,
 //! each operation (create, update, delete, refresh) under each fault (429 with Retry-After,
 //! 5xx on every attempt, the connection dropped before the server acts on every attempt, every
 //! response lost after the server acted), driven by the real terraform CLI against the fakes.
@@ -188,6 +189,86 @@ async fn region_hint_fault_matrix() {
     }
     print_table("locality_region_hint", &cells);
     check_expectations("locality_region_hint", &cells);
+}
+
+fn hints_config(fake: &FakeCloudflare, hints: Option<&[(&str, &str)]>) -> String {
+    let mut out = hint_config(fake, None);
+    if let Some(hints) = hints {
+        let body: String = hints
+            .iter()
+            .map(|(ip, hint)| format!("    \"{ip}\" = \"{hint}\"\n"))
+            .collect();
+        out.push_str(&format!(
+            "\nresource \"locality_region_hints\" \"zone\" {{\n  zone_id = \"{}\"\n  hints = {{\n{body}  }}\n}}\n",
+            cf::ZONE
+        ));
+    }
+    out
+}
+
+/// `locality_region_hints`: create writes three hints; update changes one, adds one and
+/// removes one (a batch PUT and a batch DELETE); delete removes them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn region_hints_fault_matrix() {
+    const BEFORE: [(&str, &str); 3] = [
+        ("192.0.2.80", "aws:us-east-1"),
+        ("192.0.2.81", "aws:us-east-1"),
+        ("2001:db8::80", "gcp:us-central1"),
+    ];
+    const AFTER: [(&str, &str); 3] = [
+        ("192.0.2.80", "aws:us-west-2"),
+        ("192.0.2.81", "aws:us-east-1"),
+        ("192.0.2.82", "azure:japaneast"),
+    ];
+    let mut cells = Vec::new();
+    for op in OPS {
+        for fault in FAULTS {
+            let fake = FakeCloudflare::start().await;
+            let cell = tokio::task::spawn_blocking(move || {
+                let mut tf = Terraform::dev_overrides();
+                tf.env("LOCALITY_HTTP_TIMEOUT", HTTP_TIMEOUT_SECS);
+                if op != Op::Create {
+                    tf.write("main.tf", &hints_config(&fake, Some(&BEFORE)));
+                    tf.ok(&["apply", "-auto-approve"]);
+                }
+                let want: Option<&[(&str, &str)]> = match op {
+                    Op::Create | Op::Refresh => Some(&BEFORE),
+                    Op::Update => Some(&AFTER),
+                    Op::Delete => None,
+                };
+                tf.write("main.tf", &hints_config(&fake, want));
+                let f = fake.clone();
+                let inject = move || {
+                    let mut s = f.state.lock().unwrap();
+                    if op == Op::Refresh {
+                        s.faults.extend(cf_faults(fault));
+                    } else {
+                        s.write_faults.extend(cf_faults(fault));
+                    }
+                };
+                let converged = || {
+                    let live = fake.mappings();
+                    let live: Vec<(String, String)> = live
+                        .into_iter()
+                        .map(|(ip, (v, r))| (ip, format!("{v}:{r}")))
+                        .collect();
+                    let mut expected: Vec<(String, String)> = want
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|(ip, h)| (ip.to_string(), h.to_string()))
+                        .collect();
+                    expected.sort();
+                    live == expected
+                };
+                exercise(&tf, op, &inject, &converged)
+            })
+            .await
+            .unwrap();
+            cells.push((op, fault, cell));
+        }
+    }
+    print_table("locality_region_hints", &cells);
+    check_expectations("locality_region_hints", &cells);
 }
 
 const PROJECT: &str = "winticket-prod";

@@ -1,5 +1,6 @@
 //! Renders the registry docs (`docs/index.md`, `docs/resources/*.md`, `docs/data-sources/*.md`)
-//! from the schemas and from `examples/`, in tfplugindocs' layout. `tests/docs.rs` fails when
+//! from the schemas and from `examples/` (a resource's `guide.md` there is appended to its
+//! page), in tfplugindocs' layout. `tests/docs.rs` fails when
 //! the committed `docs/` differs; `BLESS=1 cargo test --test docs` rewrites it.
 
 use std::fmt::Write as _;
@@ -39,15 +40,22 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
         let name = resource.type_name();
         let short = name.trim_start_matches("locality_");
         let import = read(&format!("resources/{name}/import.sh")).ok();
+        let mut content = render_page(
+            &format!("{name} Resource - locality"),
+            &format!("{name} (Resource)"),
+            &resource.schema(),
+            &read(&format!("resources/{name}/resource.tf"))?,
+            import.as_deref(),
+        );
+        // Longer guidance (e.g. a migration guide) written as Markdown next to the example.
+        if let Ok(guide) = read(&format!("resources/{name}/guide.md")) {
+            content = format!("{content}
+
+{}", guide.trim_end());
+        }
         pages.push(Page {
             path: format!("resources/{short}.md").into(),
-            content: render_page(
-                &format!("{name} Resource - locality"),
-                &format!("{name} (Resource)"),
-                &resource.schema(),
-                &read(&format!("resources/{name}/resource.tf"))?,
-                import.as_deref(),
-            ),
+            content,
         });
     }
     for data_source in provider.data_sources() {

@@ -54,6 +54,7 @@ impl Provider for LocalityProvider {
         vec![
             resource(resources::zone_replica_map::ZoneReplicaMap),
             resource(resources::region_hint::RegionHint),
+            resource(resources::region_hints::RegionHints),
             resource(resources::weighted_backend::WeightedBackend),
         ]
     }

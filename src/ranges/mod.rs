@@ -293,6 +293,37 @@ pub fn builtin() -> &'static Table {
     TABLE.get_or_init(|| Table::decode(SNAPSHOT).expect("the built-in snapshot is valid"))
 }
 
+/// The environment variable naming a snapshot file (written by `locality ranges update`) that
+/// the provider uses instead of the built-in one: newer ranges without a new binary.
+pub const RANGES_FILE_ENV: &str = "LOCALITY_RANGES_FILE";
+
+/// The table the provider looks IPs up in: the snapshot named by [`RANGES_FILE_ENV`] when it is
+/// set, else the built-in one. Read once per process.
+///
+/// # Errors
+/// The file named by the variable cannot be read or is not a snapshot (never silently the
+/// built-in table instead).
+pub fn active() -> Result<&'static Table, String> {
+    static FILE: OnceLock<Option<Result<Table, String>>> = OnceLock::new();
+    let file = FILE.get_or_init(|| {
+        let path = std::env::var_os(RANGES_FILE_ENV).filter(|p| !p.is_empty())?;
+        let shown = std::path::Path::new(&path).display().to_string();
+        Some(
+            std::fs::read(&path)
+                .map_err(|e| format!("{RANGES_FILE_ENV}={shown}: {e}"))
+                .and_then(|bytes| {
+                    Table::decode(&bytes).map_err(|e| {
+                        format!("{RANGES_FILE_ENV}={shown} is not a snapshot written by `locality ranges update`: {e}")
+                    })
+                }),
+        )
+    });
+    match file {
+        None => Ok(builtin()),
+        Some(result) => result.as_ref().map_err(Clone::clone),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,6 +52,9 @@ pub struct Inner {
     pub drop_writes: u32,
     /// A broken server: every list request gets the first page and a huge `total_pages`.
     pub repeat_first_page: bool,
+    /// A batch PUT that would take the zone past its limit is refused as a whole (403, 1164)
+    /// instead of item by item: the other way the API may report the limit.
+    pub limit_refuses_whole_batch: bool,
     pub requests: Vec<String>,
     clock: u64,
 }
@@ -403,6 +406,17 @@ async fn batch_put(
         let Some(items) = body.as_array() else { return failure(StatusCode::BAD_REQUEST, 1146, "body must be an array") };
         if items.len() > 100 {
             return failure(StatusCode::BAD_REQUEST, 1146, "at most 100 items per batch");
+        }
+        if s.limit_refuses_whole_batch {
+            let mappings = s.zones.get(&zone).cloned().unwrap_or_default();
+            let new: std::collections::BTreeSet<String> = items
+                .iter()
+                .filter_map(|i| canonical(i["origin_ip"].as_str().unwrap_or_default()))
+                .filter(|ip| !mappings.contains_key(ip))
+                .collect();
+            if mappings.len() + new.len() > s.limit {
+                return failure(StatusCode::FORBIDDEN, 1164, "Maximum number of IP mappings configured for zone.");
+            }
         }
         let (mut succeeded, mut failed) = (Vec::new(), Vec::new());
         for item in items {

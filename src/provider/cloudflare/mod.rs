@@ -2,11 +2,13 @@
 //! `/zones/{zone_id}/origin/cloud_regions` (reference/cloudflare/FACTS.md §1): paged list, PUT
 //! upsert, batch PUT (merge), batch DELETE (with the IP array as its body), supported_regions.
 //! Plain reqwest + serde; knows nothing about Terraform. `zone.rs` adds the per-process listing
-//! cache and request batching.
+//! cache and request batching; `sync.rs` writes a whole zone's changes at the batch floor.
 
+mod sync;
 mod zone;
 
-pub use zone::{CreateError, Support, Zones, BATCH_WINDOW};
+pub use sync::{SyncError, SyncOutcomes, CONCURRENT_REQUESTS};
+pub use zone::{CreateError, Owner, Support, Zones, BATCH_WINDOW};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

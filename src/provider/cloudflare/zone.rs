@@ -92,6 +92,26 @@ pub struct Zones {
     written: Mutex<HashMap<(String, String), Option<Mapping>>>,
     puts: Mutex<HashMap<String, Waiting<Mapping, Mapping>>>,
     deletes: Mutex<HashMap<String, Waiting<String, ()>>>,
+    /// What the resources planned in this process manage, per zone.
+    planned: Mutex<HashMap<String, ZonePlan>>,
+}
+
+/// Which kind of resource manages an IP (for reporting two resources that manage one IP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// A `locality_region_hint`.
+    Single,
+    /// A `locality_region_hints`.
+    ZoneWide {
+        /// Whether it deletes the zone's other mappings.
+        exclusive: bool,
+    },
+}
+
+#[derive(Default)]
+struct ZonePlan {
+    owners: HashMap<String, Owner>,
+    exclusive: bool,
 }
 
 impl Zones {
@@ -105,6 +125,7 @@ impl Zones {
             written: Mutex::default(),
             puts: Mutex::default(),
             deletes: Mutex::default(),
+            planned: Mutex::default(),
         }
     }
 
@@ -145,6 +166,68 @@ impl Zones {
         Ok(self.listing(zone).await?.get(ip).cloned())
     }
 
+    /// The zone's mappings by canonical IP as they are now: the (shared) listing with what this
+    /// process wrote since.
+    ///
+    /// # Errors
+    /// The listing's error.
+    pub async fn current(&self, zone: &str) -> Result<BTreeMap<String, Mapping>, CloudflareError> {
+        let mut all = (*self.listing(zone).await?).clone();
+        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        for ((z, ip), mapping) in written.iter() {
+            if z != zone {
+                continue;
+            }
+            match mapping {
+                Some(m) => all.insert(ip.clone(), m.clone()),
+                None => all.remove(ip),
+            };
+        }
+        Ok(all)
+    }
+
+    /// Whether a resource of this configuration claimed `ip` for writing in this process.
+    pub fn is_claimed(&self, zone: &str, ip: &str) -> bool {
+        self.claimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&(zone.to_string(), ip.to_string()))
+    }
+
+    /// Records, while planning, which resource kind manages `ips` of a zone, and returns the
+    /// IPs another resource of this configuration already planned to manage (with its kind).
+    /// A zone-wide resource with `exclusive` conflicts with every other resource of its zone.
+    pub fn plan_claim(&self, zone: &str, owner: Owner, ips: &[String]) -> Vec<(String, Owner)> {
+        let mut plans = self.planned.lock().unwrap_or_else(|e| e.into_inner());
+        let plan = plans.entry(zone.to_string()).or_default();
+        let mut conflicts = Vec::new();
+        for ip in ips {
+            let other = plan
+                .owners
+                .get(ip)
+                .copied()
+                .filter(|other| !(matches!(owner, Owner::Single) && matches!(other, Owner::Single)))
+                .or(plan.exclusive.then_some(Owner::ZoneWide { exclusive: true }));
+            if let Some(other) = other {
+                conflicts.push((ip.clone(), other));
+            }
+        }
+        if let Owner::ZoneWide { exclusive: true } = owner {
+            for (ip, other) in &plan.owners {
+                if !ips.contains(ip) {
+                    conflicts.push((ip.clone(), *other));
+                }
+            }
+        }
+        for ip in ips {
+            plan.owners.entry(ip.clone()).or_insert(owner);
+        }
+        if let Owner::ZoneWide { exclusive: true } = owner {
+            plan.exclusive = true;
+        }
+        conflicts
+    }
+
     /// Records that a resource of this configuration creates or updates `ip`; `false` if
     /// another one already does (two resources for one IP in one configuration).
     pub fn claim(&self, zone: &str, ip: &str) -> bool {
@@ -154,7 +237,8 @@ impl Zones {
             .insert((zone.to_string(), ip.to_string()))
     }
 
-    fn record(&self, zone: &str, ip: &str, mapping: Option<Mapping>) {
+    /// Records what this process wrote (or deleted: `None`), so later reads see it.
+    pub(crate) fn record(&self, zone: &str, ip: &str, mapping: Option<Mapping>) {
         let key = (zone.to_string(), ip.to_string());
         if mapping.is_none() {
             // Deleted: a resource may create it again in this run (`terraform apply -replace`).
@@ -460,7 +544,7 @@ fn enqueue<T, R>(
 
 /// A failed batch item's error text as an error value (the API gives text only; a leading
 /// `NNNN:` code is kept as the code).
-fn item_error(text: &str) -> CloudflareError {
+pub(super) fn item_error(text: &str) -> CloudflareError {
     let code = text
         .split(|c: char| !c.is_ascii_digit())
         .next()
@@ -474,7 +558,7 @@ fn item_error(text: &str) -> CloudflareError {
 }
 
 /// Whether a failed delete item says the mapping does not exist (deleting it is then success).
-fn is_not_found(text: &str) -> bool {
+pub(super) fn is_not_found(text: &str) -> bool {
     let t = text.to_ascii_lowercase();
     t.contains("not found")
         || t.contains("no mapping")

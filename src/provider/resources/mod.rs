@@ -1,5 +1,6 @@
 //! The provider's managed resource types, one folder each.
 
 pub mod region_hint;
+pub mod region_hints;
 pub mod weighted_backend;
 pub mod zone_replica_map;

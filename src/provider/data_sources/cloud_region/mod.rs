@@ -16,8 +16,8 @@ pub use model::CloudRegionModel;
 pub use schema::schema;
 
 use crate::provider::ProviderData;
-use crate::ranges::builtin;
-use crate::tfplugin::{AttributePath, Context, DataSource, Diagnostics, Field, Schema};
+use crate::ranges::active;
+use crate::tfplugin::{AttributePath, Context, DataSource, Diagnostic, Diagnostics, Field, Schema};
 
 /// The data source type.
 pub struct CloudRegion;
@@ -64,7 +64,7 @@ impl DataSource<ProviderData> for CloudRegion {
             );
             return None;
         };
-        let table = builtin();
+        let table = diags.check(active().map_err(|e| Diagnostic::error("Cannot read the IP-range snapshot", e)))?;
         let hit = table.lookup(ip);
         config.found = Field::Known(hit.is_some());
         config.vendor = hit.map(|r| r.vendor.as_str().to_string()).into();

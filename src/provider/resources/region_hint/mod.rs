@@ -13,7 +13,7 @@ use async_trait::async_trait;
 pub use model::{Hint, RegionHintModel};
 pub use schema::schema;
 
-use crate::provider::cloudflare::{canonical_ip, CreateError, Support};
+use crate::provider::cloudflare::{canonical_ip, CreateError, Owner, Support};
 use crate::provider::ProviderData;
 use crate::regions::{near_matches, regions, CATALOGUE_DATE, VENDORS};
 use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Resource, Schema};
@@ -29,7 +29,8 @@ pub fn is_zone_id(zone: &str) -> bool {
     zone.len() == 32 && zone.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
-fn suggestions(word: &str, candidates: &[&str]) -> String {
+/// " Did you mean ...?" with the candidates near `word`, or nothing.
+pub(crate) fn suggestions(word: &str, candidates: &[&str]) -> String {
     match near_matches(word, candidates).as_slice() {
         [] => String::new(),
         near => format!(
@@ -37,6 +38,29 @@ fn suggestions(word: &str, candidates: &[&str]) -> String {
             near.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
         ),
     }
+}
+
+/// What is wrong with a (lowercase) vendor name, if anything.
+pub(crate) fn vendor_problem(vendor: &str) -> Option<String> {
+    (!VENDORS.contains(&vendor)).then(|| {
+        format!(
+            "{vendor:?} is not a cloud Cloudflare knows; allowed: \"aws\", \"azure\", \"gcp\", \"oci\".{}",
+            suggestions(vendor, &VENDORS)
+        )
+    })
+}
+
+/// What is wrong with a region of a (lowercase) vendor, if anything: a region missing from the
+/// built-in catalogue, with near matches. Unknown vendors are [`vendor_problem`]'s.
+pub(crate) fn region_problem(vendor: &str, region: &str) -> Option<String> {
+    let known = regions(vendor)?;
+    let lower = region.to_ascii_lowercase();
+    (!known.contains(&lower.as_str())).then(|| {
+        format!(
+            "{region:?} is not a {vendor} region in the built-in catalogue ({CATALOGUE_DATE}).{}",
+            suggestions(&lower, known)
+        )
+    })
 }
 
 #[async_trait]
@@ -71,31 +95,12 @@ impl Resource<ProviderData> for RegionHint {
             }
         }
         let vendor = config.vendor.get().map(|v| v.to_ascii_lowercase());
-        if let Some(v) = &vendor {
-            if !VENDORS.contains(&v.as_str()) {
-                diags.attribute_error(
-                    AttributePath::root("vendor"),
-                    "Unknown vendor",
-                    format!(
-                        "{v:?} is not a cloud Cloudflare knows; allowed: \"aws\", \"azure\", \"gcp\", \"oci\".{}",
-                        suggestions(v, &VENDORS)
-                    ),
-                );
-            }
+        if let Some(problem) = vendor.as_deref().and_then(vendor_problem) {
+            diags.attribute_error(AttributePath::root("vendor"), "Unknown vendor", problem);
         }
         if let (Some(v), Some(region)) = (vendor, config.region.get()) {
-            if let Some(known) = regions(&v) {
-                let lower = region.to_ascii_lowercase();
-                if !known.contains(&lower.as_str()) {
-                    diags.attribute_error(
-                        AttributePath::root("region"),
-                        "Unknown region",
-                        format!(
-                            "{region:?} is not a {v} region in the built-in catalogue ({CATALOGUE_DATE}).{}",
-                            suggestions(&lower, known)
-                        ),
-                    );
-                }
+            if let Some(problem) = region_problem(&v, region) {
+                diags.attribute_error(AttributePath::root("region"), "Unknown region", problem);
             }
         }
     }
@@ -113,6 +118,25 @@ impl Resource<ProviderData> for RegionHint {
         };
         let Some(hint) = planned.hint() else { return };
         planned.id = hint.id().into();
+        if let Some((_, other)) = zones
+            .plan_claim(&hint.zone, Owner::Single, std::slice::from_ref(&hint.mapping.origin_ip))
+            .first()
+        {
+            let by = match other {
+                Owner::ZoneWide { exclusive: true } => "a locality_region_hints with `exclusive = true` (which would delete it)",
+                _ => "a locality_region_hints",
+            };
+            diags.attribute_error(
+                AttributePath::root("origin_ip"),
+                "IP managed twice",
+                format!(
+                    "{} of zone {} is also managed by {by} of this configuration. Manage each IP in one resource: \
+                     drop this locality_region_hint (a `removed` block with `destroy = false` keeps the mapping) or \
+                     the IP there.",
+                    hint.mapping.origin_ip, hint.zone
+                ),
+            );
+        }
         // The framework keeps the colos while vendor and region are unchanged; otherwise they
         // are known at plan time when the zone publishes them, else filled in at apply.
         if planned.upper_tier_colos.is_unknown() {
