@@ -2,8 +2,9 @@
 //! fake Cloudflare and Compute APIs of the test suite (`scripts/bench` runs this after building
 //! the provider in release):
 //!
-//! - `apply` and `plan` (refresh) of 250 and 3,500 region hints in one zone, next to the
-//!   ceil(N/100) floor and to one request per hint;
+//! - `apply` and `plan` (refresh) of 250 and 3,500 region hints in one zone, as N
+//!   `locality_region_hint` and as one `locality_region_hints`, next to the ceil(N/100) floor
+//!   and to one request per hint;
 //! - one regional failover of `locality_weighted_backend` with 2-poll operations.
 
 #![allow(clippy::print_stdout)] // a benchmark prints its figures
@@ -70,44 +71,102 @@ fn count(requests: &[String], prefix: &str) -> usize {
     requests.iter().filter(|r| r.starts_with(prefix)).count()
 }
 
-async fn region_hints(n: usize) {
-    let fake = fake_cloudflare::FakeCloudflare::start().await;
+/// Apply and refresh figures of one configuration: (requests, ms) each.
+struct Run {
+    apply: (Vec<String>, f64),
+    refresh: (Vec<String>, f64),
+}
+
+async fn measure(fake: &fake_cloudflare::FakeCloudflare, resources: String) -> Run {
     let tf = Tf::new();
     let main = format!(
-        "{PREAMBLE}\nprovider \"locality\" {{\n  cloudflare {{\n    api_token = \"{}\"\n    base_url  = \"{}\"\n  }}\n}}\n\nresource \"locality_region_hint\" \"many\" {{\n  count     = {n}\n  zone_id   = \"{}\"\n  origin_ip = cidrhost(\"10.16.0.0/12\", count.index + 1)\n  vendor    = \"aws\"\n  region    = \"us-east-1\"\n}}\n",
+        "{PREAMBLE}\nprovider \"locality\" {{\n  cloudflare {{\n    api_token = \"{}\"\n    base_url  = \"{}\"\n  }}\n}}\n{resources}",
         fake_cloudflare::TOKEN,
         fake.base_url(),
-        fake_cloudflare::ZONE
     );
     std::fs::write(tf.path().join("main.tf"), main).unwrap();
     let f = fake.clone();
-    let (apply_ms, plan_ms, apply, plan) = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         f.take_requests();
         let apply_ms = tf.run(&["apply", "-auto-approve", "-parallelism=10"]);
         let apply = f.take_requests();
         let plan_ms = tf.run(&["plan"]);
         let plan = f.take_requests();
-        (apply_ms, plan_ms, apply, plan)
+        Run {
+            apply: (apply, apply_ms),
+            refresh: (plan, plan_ms),
+        }
     })
     .await
-    .unwrap();
-    assert_eq!(fake.mappings().len(), n);
+    .unwrap()
+}
+
+/// N hints in one zone, as N `locality_region_hint` and as one `locality_region_hints`, next to
+/// the batch endpoints' floor.
+async fn region_hints(n: usize) {
+    let single = {
+        let fake = fake_cloudflare::FakeCloudflare::start().await;
+        let run = measure(
+            &fake,
+            format!(
+                "resource \"locality_region_hint\" \"many\" {{\n  count     = {n}\n  zone_id   = \"{}\"\n  origin_ip = cidrhost(\"10.16.0.0/12\", count.index + 1)\n  vendor    = \"aws\"\n  region    = \"us-east-1\"\n}}\n",
+                fake_cloudflare::ZONE
+            ),
+        )
+        .await;
+        assert_eq!(fake.mappings().len(), n);
+        run
+    };
+    let zone_wide = {
+        let fake = fake_cloudflare::FakeCloudflare::start().await;
+        // range() stops at 1,024 values: maps of 500, merged.
+        let run = measure(
+            &fake,
+            format!(
+                "resource \"locality_region_hints\" \"zone\" {{\n  zone_id = \"{}\"\n  hints   = merge([for a in range({}) : {{ for b in range(500) : cidrhost(\"10.16.0.0/12\", a * 500 + b + 1) => \"aws:us-east-1\" if a * 500 + b < {n} }}]...)\n}}\n",
+                fake_cloudflare::ZONE,
+                n.div_ceil(500)
+            ),
+        )
+        .await;
+        assert_eq!(fake.mappings().len(), n);
+        run
+    };
     let floor = n.div_ceil(100);
+    println!("region hints in one zone, N={n} (apply: requests of the whole `terraform apply`; refresh: of `terraform plan`)");
     println!(
-        "region hints, N={n}: apply {} requests ({} batch/single writes, {} list pages, {} supported_regions) in {:.0} ms; \
-         one-request-per-hint would be {n} writes + {n} existence checks; floor ceil(N/100) = {floor}",
-        apply.len(),
-        count(&apply, "PUT"),
-        count(&apply, "GET list"),
-        count(&apply, "GET supported"),
-        apply_ms
+        "  {:<34} {:>14} {:>10} {:>16} {:>10}",
+        "", "apply requests", "apply ms", "refresh requests", "refresh ms"
+    );
+    for (name, run) in [
+        (format!("{n} x locality_region_hint"), &single),
+        ("1 x locality_region_hints".to_string(), &zone_wide),
+    ] {
+        let writes = count(&run.apply.0, "PUT") + count(&run.apply.0, "DELETE");
+        println!(
+            "  {:<34} {:>14} {:>10.0} {:>16} {:>10.0}",
+            name,
+            format!("{} ({writes} writes)", run.apply.0.len()),
+            run.apply.1,
+            run.refresh.0.len(),
+            run.refresh.1
+        );
+    }
+    println!(
+        "  {:<34} {:>14} {:>10} {:>16} {:>10}",
+        "floor: ceil(N/100) writes + listing",
+        floor + 1,
+        "-",
+        floor,
+        "-"
     );
     println!(
-        "region hints, N={n}: plan (refresh) {} requests ({} list pages + {} supported_regions) in {:.0} ms; floor {floor}; one GET per hint would be {n}",
-        plan.len(),
-        count(&plan, "GET list"),
-        count(&plan, "GET supported"),
-        plan_ms
+        "  {:<34} {:>14} {:>10} {:>16} {:>10}",
+        "one request per hint",
+        2 * n,
+        "-",
+        n,
+        "-"
     );
 }
 

@@ -248,10 +248,8 @@ async fn region_hints_fault_matrix() {
                 };
                 let converged = || {
                     let live = fake.mappings();
-                    let live: Vec<(String, String)> = live
-                        .into_iter()
-                        .map(|(ip, (v, r))| (ip, format!("{v}:{r}")))
-                        .collect();
+                    let live: Vec<(String, String)> =
+                        live.into_iter().map(|(ip, (v, r))| (ip, format!("{v}:{r}"))).collect();
                     let mut expected: Vec<(String, String)> = want
                         .unwrap_or_default()
                         .iter()

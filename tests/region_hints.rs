@@ -237,7 +237,11 @@ async fn a_batch_refused_as_a_whole_is_narrowed_down() {
         assert!(out.contains("1164"), "{out}");
         // The create failed part-way: Terraform taints it. State holds exactly the 30 written.
         let state = tf.ok(&["state", "show", "locality_region_hints.zone"]);
-        assert_eq!(state.matches("\"aws:us-east-1\"").count(), 30 + 40, "effective + hints:\n{state}");
+        assert_eq!(
+            state.matches("\"aws:us-east-1\"").count(),
+            30 + 40,
+            "effective + hints:\n{state}"
+        );
         // Room again: the next apply converges (the tainted resource is replaced).
         fake.state.lock().unwrap().limit = 100;
         tf.ok(&["apply", "-auto-approve"]);

@@ -49,9 +49,12 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
         );
         // Longer guidance (e.g. a migration guide) written as Markdown next to the example.
         if let Ok(guide) = read(&format!("resources/{name}/guide.md")) {
-            content = format!("{content}
+            content = format!(
+                "{content}
 
-{}", guide.trim_end());
+{}",
+                guide.trim_end()
+            );
         }
         pages.push(Page {
             path: format!("resources/{short}.md").into(),

@@ -76,6 +76,15 @@ impl Terraform {
         ))
     }
 
+    /// A directory whose CLI config installs the provider from the filesystem mirror at
+    /// `mirror` (packed or unpacked layout) and from nowhere else; `terraform init` is required.
+    pub fn from_mirror(mirror: &Path) -> Self {
+        Self::with_cli_config(&format!(
+            "provider_installation {{\n  filesystem_mirror {{\n    path    = \"{}\"\n    include = [\"registry.terraform.io/locality/*\"]\n  }}\n}}\n",
+            mirror.display()
+        ))
+    }
+
     pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
         self.env.push((key.into(), value.into()));
         self

@@ -127,7 +127,10 @@ async fn send(client: Cloudflare, zone: String, chunk: Chunk) -> Sent {
             ..Sent::default()
         },
         Err(e) if chunk.len() > 1 && narrowable(&e) => {
-            tracing::info!("a batch of {} was refused as a whole ({e}); sending it again in halves", chunk.len());
+            tracing::info!(
+                "a batch of {} was refused as a whole ({e}); sending it again in halves",
+                chunk.len()
+            );
             Sent {
                 narrow: Some(chunk),
                 ..Sent::default()
@@ -163,7 +166,10 @@ impl Zones {
             .collect();
         let mut unknown: Vec<(String, CloudflareError)> = Vec::new();
         for chunks in [
-            deletes.chunks(BATCH_LIMIT).map(|c| Chunk::Delete(c.to_vec())).collect::<Vec<_>>(),
+            deletes
+                .chunks(BATCH_LIMIT)
+                .map(|c| Chunk::Delete(c.to_vec()))
+                .collect::<Vec<_>>(),
             to_put.chunks(BATCH_LIMIT).map(|c| Chunk::Put(c.to_vec())).collect(),
         ] {
             let (settled, lost) = self.send_all(zone, chunks).await;
@@ -190,7 +196,10 @@ impl Zones {
         &self,
         zone: &str,
         chunks: Vec<Chunk>,
-    ) -> (Vec<(String, Result<(), CloudflareError>)>, Vec<(String, CloudflareError)>) {
+    ) -> (
+        Vec<(String, Result<(), CloudflareError>)>,
+        Vec<(String, CloudflareError)>,
+    ) {
         let mut queue: Vec<Chunk> = chunks;
         queue.reverse();
         let mut running = JoinSet::new();
@@ -243,7 +252,14 @@ impl Zones {
                             .get(&ip)
                             .is_some_and(|l| l.vendor == m.vendor && l.region == m.region),
                     };
-                    outcomes.insert(ip, if applied { Ok(()) } else { Err(SyncError::Refused(error)) });
+                    outcomes.insert(
+                        ip,
+                        if applied {
+                            Ok(())
+                        } else {
+                            Err(SyncError::Refused(error))
+                        },
+                    );
                 }
             }
             Err(_) => {

@@ -123,7 +123,9 @@ impl Resource<ProviderData> for RegionHint {
             .first()
         {
             let by = match other {
-                Owner::ZoneWide { exclusive: true } => "a locality_region_hints with `exclusive = true` (which would delete it)",
+                Owner::ZoneWide { exclusive: true } => {
+                    "a locality_region_hints with `exclusive = true` (which would delete it)"
+                }
                 _ => "a locality_region_hints",
             };
             diags.attribute_error(

@@ -95,7 +95,13 @@ pub fn desired(
                 continue;
             }
         };
-        wanted.insert(ip.clone(), Wanted { mapping: mapping(ip, vendor, region), path });
+        wanted.insert(
+            ip.clone(),
+            Wanted {
+                mapping: mapping(ip, vendor, region),
+                path,
+            },
+        );
     }
     for (index, origin) in origins.iter().enumerate() {
         let path = AttributePath::root("origins").index(index);
@@ -161,11 +167,20 @@ pub fn desired(
             diags.attribute_error(
                 path,
                 "Derived region unknown to Cloudflare",
-                format!("{ip} is in {} ({vendor} {region}), but {problem} Give its hint in `hints` instead.", range.net),
+                format!(
+                    "{ip} is in {} ({vendor} {region}), but {problem} Give its hint in `hints` instead.",
+                    range.net
+                ),
             );
             continue;
         }
-        wanted.insert(ip.clone(), Wanted { mapping: mapping(ip, vendor, region), path });
+        wanted.insert(
+            ip.clone(),
+            Wanted {
+                mapping: mapping(ip, vendor, region),
+                path,
+            },
+        );
     }
     complete.then_some(wanted)
 }

@@ -78,7 +78,8 @@ impl Resource<ProviderData> for RegionHints {
             return;
         };
         planned.effective = Field::known_map(wanted.iter().map(|(ip, w)| (ip.clone(), w.value())));
-        let unchanged = prior.is_some_and(|p| p.effective == planned.effective && p.is_exclusive() == planned.is_exclusive());
+        let unchanged =
+            prior.is_some_and(|p| p.effective == planned.effective && p.is_exclusive() == planned.is_exclusive());
         if planned.is_exclusive() {
             planned.set_unmanaged(0);
         } else if let (true, Some(p)) = (unchanged, prior) {
@@ -319,7 +320,11 @@ fn refuse_takeover(zone: &str, refused: &[(&Wanted, &Mapping)], diags: &mut Diag
              change these hints to the values the zone has.",
             refused.len(),
             listed.join("\n"),
-            if more > 0 { format!("\n  ... and {more} more") } else { String::new() }
+            if more > 0 {
+                format!("\n  ... and {more} more")
+            } else {
+                String::new()
+            }
         ),
     );
 }
@@ -382,7 +387,10 @@ fn report_failures(
     for (ip, error) in failed.iter().take(ITEM_DIAGNOSTICS) {
         let (path, action) = match wanted.get(*ip) {
             Some(w) => (w.path.clone(), format!("Writing the region hint for {ip}")),
-            None => (AttributePath::root("hints"), format!("Deleting the region hint for {ip}")),
+            None => (
+                AttributePath::root("hints"),
+                format!("Deleting the region hint for {ip}"),
+            ),
         };
         diags.add(
             Diagnostic::error(

@@ -65,6 +65,9 @@ mod tests {
 
     #[test]
     fn model_and_schema_name_the_same_attributes_with_the_same_types() {
-        assert_eq!(RegionHintsModel::value_type(), super::super::schema().block.value_type());
+        assert_eq!(
+            RegionHintsModel::value_type(),
+            super::super::schema().block.value_type()
+        );
     }
 }
