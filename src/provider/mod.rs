@@ -2,6 +2,7 @@
 //!
 //! Built on the protocol layer (`crate::tfplugin`); knows nothing of gRPC.
 
+pub mod actions;
 pub mod aws;
 pub mod cloudflare;
 pub mod config;
@@ -18,7 +19,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::tfplugin::{
-    data_source, resource, Diagnostics, DynamicDataSource, DynamicResource, Provider, Schema, Value,
+    action, data_source, list_resource, resource, Diagnostics, DynamicAction, DynamicDataSource, DynamicListResource,
+    DynamicResource, Provider, Schema, Value,
 };
 pub use data::{NotConfigured, ProviderData};
 
@@ -64,6 +66,17 @@ impl Provider for LocalityProvider {
             data_source(data_sources::cloud_region::CloudRegion),
             data_source(data_sources::anycast_check::AnycastCheck),
         ]
+    }
+
+    fn list_resources(&self) -> Vec<Arc<dyn DynamicListResource<ProviderData>>> {
+        vec![
+            list_resource(resources::region_hint::RegionHint),
+            list_resource(resources::weighted_backend::WeightedBackend),
+        ]
+    }
+
+    fn actions(&self) -> Vec<Arc<dyn DynamicAction<ProviderData>>> {
+        vec![action(actions::shift_weights::ShiftWeights)]
     }
 
     fn attribute_default(data: &ProviderData, key: &str) -> Option<Value> {

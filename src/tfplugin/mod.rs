@@ -4,12 +4,17 @@
 //! - [`schema`], [`diagnostics`]: what resources declare and report;
 //! - [`Provider`], [`Resource`], [`DataSource`]: what a provider implements, on typed
 //!   [`model`]s (three-state [`Field`]s) converted from and to values in one place;
+//! - [`identity`], [`ListResource`], [`Action`]: resource identity, `terraform query` list
+//!   resources and actions (protocol 6.9/6.10, Terraform 1.12+);
 //! - [`serve`]: the handshake, TLS and the gRPC server.
 //!
 //! This module never imports from `crate::provider` or `crate::generator`.
 
+pub mod action;
 mod convert;
 pub mod diagnostics;
+pub mod identity;
+pub mod list;
 pub mod logging;
 pub mod model;
 mod plan;
@@ -21,7 +26,10 @@ mod tls;
 mod traits;
 pub mod value;
 
+pub use action::{action, Action, DynamicAction, Progress};
 pub use diagnostics::{AttributePath, Diagnostic, Diagnostics, Severity};
+pub use identity::{identity_string, IdentityAttribute, IdentitySchema};
+pub use list::{list_resource, DynamicListResource, ListResource, ListResult, Listed};
 pub use model::{Field, Model, Set};
 pub use schema::{Attribute, Block, NestedBlock, Nesting, Schema};
 pub use server::{serve, serve_plaintext, ServeOptions, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};

@@ -11,8 +11,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
+use super::action::{DynamicAction, Progress};
 use super::convert::{decode_dynamic, diagnostics_to_pb, encode_dynamic, path_to_pb, schema_to_pb};
-use super::diagnostics::Diagnostics;
+use super::diagnostics::{Diagnostic, Diagnostics};
+use super::identity::IdentitySchema;
+use super::list::DynamicListResource;
 use super::plan::{finish_plan, initial_plan, keep_equivalent, replace_paths, Equivalence};
 use super::proto::tfplugin6 as pb;
 use super::schema::Schema;
@@ -40,12 +43,21 @@ struct Call<'s, T: ?Sized, D, const N: usize> {
     ctx: Option<Context<D>>,
 }
 
+/// A resource type's identity schema and its value type, computed once.
+struct Identity {
+    schema: IdentitySchema,
+    ty: Type,
+}
+
 struct Inner<P: Provider> {
     provider: P,
     provider_schema: Schema,
     provider_type: Type,
     resources: BTreeMap<String, Entry<dyn DynamicResource<P::Data>>>,
+    identities: BTreeMap<String, Identity>,
     data_sources: BTreeMap<String, Entry<dyn DynamicDataSource<P::Data>>>,
+    list_resources: BTreeMap<String, Entry<dyn DynamicListResource<P::Data>>>,
+    actions: BTreeMap<String, Entry<dyn DynamicAction<P::Data>>>,
     data: RwLock<Option<Arc<P::Data>>>,
     stop: CancellationToken,
 }
@@ -85,13 +97,26 @@ impl<P: Provider> ProviderService<P> {
         let provider_type = provider_schema.block.value_type();
         let resources = entries(provider.resources(), |r| r.type_name(), |r| r.schema());
         let data_sources = entries(provider.data_sources(), |d| d.type_name(), |d| d.schema());
+        let list_resources = entries(provider.list_resources(), |l| l.type_name(), |l| l.schema());
+        let actions = entries(provider.actions(), |a| a.type_name(), |a| a.schema());
+        let identities = resources
+            .iter()
+            .filter_map(|(name, entry)| {
+                let schema = entry.imp.identity_schema()?;
+                let ty = schema.value_type();
+                Some((name.clone(), Identity { schema, ty }))
+            })
+            .collect();
         ProviderService {
             inner: Arc::new(Inner {
                 provider,
                 provider_schema,
                 provider_type,
                 resources,
+                identities,
                 data_sources,
+                list_resources,
+                actions,
                 data: RwLock::new(None),
                 stop,
             }),
@@ -152,6 +177,46 @@ impl<P: Provider> ProviderService<P> {
         }
     }
 
+    /// The identity of `state` (a non-null state of `type_name`), encoded, when the type has an
+    /// identity and it is wholly known.
+    fn identity_of(&self, type_name: &str, state: &Value) -> Option<pb::ResourceIdentityData> {
+        let identity = self.inner.identities.get(type_name)?;
+        if state.is_null() {
+            return None;
+        }
+        let entry = self.inner.resources.get(type_name)?;
+        let value = entry.imp.identity(state)?;
+        value.is_wholly_known().then(|| pb::ResourceIdentityData {
+            identity_data: Some(encode_dynamic(&value, &identity.ty)),
+        })
+    }
+
+    /// The import ID an identity (as sent by `import { identity = {...} }`) stands for.
+    fn import_id(
+        &self,
+        type_name: &str,
+        entry: &Entry<dyn DynamicResource<P::Data>>,
+        ctx: &Context<P::Data>,
+        identity: &pb::ResourceIdentityData,
+    ) -> Result<String, Diagnostic> {
+        let Some(schema) = self.inner.identities.get(type_name) else {
+            return Err(Diagnostic::error(
+                "No identity",
+                format!("{type_name} has no resource identity; import it by ID."),
+            ));
+        };
+        let mut diags = Diagnostics::default();
+        let value = decode_dynamic(identity.identity_data.as_ref(), &schema.ty, "identity", &mut diags);
+        match value {
+            Some(value) if !diags.has_errors() => entry.imp.import_id(ctx, &value),
+            _ => Err(diags
+                .iter()
+                .next()
+                .cloned()
+                .unwrap_or_else(|| Diagnostic::error("Invalid identity", "The identity could not be read."))),
+        }
+    }
+
     /// Runs `work` unless StopProvider cancels it first (reads, plans, imports: nothing to
     /// lose by stopping them at once).
     async fn cancellable<T>(&self, diags: &mut Diagnostics, work: impl Future<Output = (T, Diagnostics)>) -> Option<T> {
@@ -182,6 +247,33 @@ impl<P: Provider> ProviderService<P> {
                 Some(result)
             }
         }
+    }
+}
+
+/// What this server offers beyond the base protocol.
+fn capabilities() -> pb::ServerCapabilities {
+    pb::ServerCapabilities {
+        plan_destroy: false,
+        get_provider_schema_optional: false,
+        move_resource_state: false,
+        generate_resource_config: false,
+    }
+}
+
+fn identity_schema_to_pb(schema: &IdentitySchema) -> pb::ResourceIdentitySchema {
+    pb::ResourceIdentitySchema {
+        version: schema.version,
+        identity_attributes: schema
+            .attributes
+            .iter()
+            .map(|a| pb::resource_identity_schema::IdentityAttribute {
+                name: a.name.clone(),
+                r#type: a.ty.to_json_bytes(),
+                required_for_import: a.required_for_import,
+                optional_for_import: !a.required_for_import,
+                description: a.description.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -216,11 +308,24 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
             ephemeral_resource_schemas: Default::default(),
             diagnostics: Vec::new(),
             provider_meta: None,
-            server_capabilities: Some(pb::ServerCapabilities {
-                plan_destroy: false,
-                get_provider_schema_optional: false,
-                move_resource_state: false,
-            }),
+            server_capabilities: Some(capabilities()),
+            list_resource_schemas: inner
+                .list_resources
+                .iter()
+                .map(|(k, e)| (k.clone(), schema_to_pb(&e.schema)))
+                .collect(),
+            action_schemas: inner
+                .actions
+                .iter()
+                .map(|(k, e)| {
+                    (
+                        k.clone(),
+                        pb::ActionSchema {
+                            schema: Some(schema_to_pb(&e.schema)),
+                        },
+                    )
+                })
+                .collect(),
         })
     }
 
@@ -230,11 +335,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
     ) -> Result<Response<pb::get_metadata::Response>, Status> {
         let inner = &self.inner;
         reply(pb::get_metadata::Response {
-            server_capabilities: Some(pb::ServerCapabilities {
-                plan_destroy: false,
-                get_provider_schema_optional: false,
-                move_resource_state: false,
-            }),
+            server_capabilities: Some(capabilities()),
             diagnostics: Vec::new(),
             data_sources: inner
                 .data_sources
@@ -248,6 +349,76 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 .collect(),
             functions: Vec::new(),
             ephemeral_resources: Vec::new(),
+            list_resources: inner
+                .list_resources
+                .keys()
+                .map(|k| pb::get_metadata::ListResourceMetadata { type_name: k.clone() })
+                .collect(),
+            actions: inner
+                .actions
+                .keys()
+                .map(|k| pb::get_metadata::ActionMetadata { type_name: k.clone() })
+                .collect(),
+        })
+    }
+
+    async fn get_resource_identity_schemas(
+        &self,
+        _: Request<pb::get_resource_identity_schemas::Request>,
+    ) -> Result<Response<pb::get_resource_identity_schemas::Response>, Status> {
+        tracing::debug!(rpc = "GetResourceIdentitySchemas");
+        reply(pb::get_resource_identity_schemas::Response {
+            identity_schemas: self
+                .inner
+                .identities
+                .iter()
+                .map(|(name, identity)| (name.clone(), identity_schema_to_pb(&identity.schema)))
+                .collect(),
+            diagnostics: Vec::new(),
+        })
+    }
+
+    async fn upgrade_resource_identity(
+        &self,
+        request: Request<pb::upgrade_resource_identity::Request>,
+    ) -> Result<Response<pb::upgrade_resource_identity::Response>, Status> {
+        let req = request.into_inner();
+        tracing::debug!(rpc = "UpgradeResourceIdentity", type_name = %req.type_name, version = req.version);
+        let mut diags = Diagnostics::default();
+        let mut upgraded = None;
+        match self.inner.identities.get(&req.type_name) {
+            None => diags.error(
+                "No identity",
+                format!("{:?} has no resource identity in this provider.", req.type_name),
+            ),
+            Some(identity) if req.version != identity.schema.version => diags.error(
+                "Unsupported identity version",
+                format!(
+                    "The identity of {} was stored with version {}; this provider knows version {}.",
+                    req.type_name, req.version, identity.schema.version
+                ),
+            ),
+            Some(identity) => {
+                let json = req.raw_identity.map(|r| r.json).unwrap_or_default();
+                match super::value::decode_json(&json, &identity.ty) {
+                    Ok(value) => {
+                        upgraded = Some(pb::ResourceIdentityData {
+                            identity_data: Some(encode_dynamic(&value, &identity.ty)),
+                        })
+                    }
+                    Err(e) => diags.error(
+                        "Unreadable identity",
+                        format!(
+                            "The stored identity of {} does not match its schema: {e}.",
+                            req.type_name
+                        ),
+                    ),
+                }
+            }
+        }
+        reply(pb::upgrade_resource_identity::Response {
+            upgraded_identity: upgraded,
+            diagnostics: diagnostics_to_pb(&diags),
         })
     }
 
@@ -403,6 +574,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "ReadResource", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
         let mut new_state = None;
+        let mut new_identity = None;
         let inputs = [("current state", req.current_state.as_ref())];
         if let Some(Call {
             entry,
@@ -423,23 +595,26 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                     (r, d)
                 })
                 .await;
-            new_state = Some(match read {
+            let state = match read {
                 Some(Some(state)) => {
                     let mut state = entry.schema.block.conform(&state);
                     keep_equivalent(&entry.schema.block, &mut state, &current, Equivalence::Read);
-                    entry.encode(&state)
+                    state
                 }
                 // The object is gone: a null state makes Terraform drop it and plan a create.
-                Some(None) if !diags.has_errors() => entry.encode(&Value::Null),
+                Some(None) if !diags.has_errors() => Value::Null,
                 // On errors keep what Terraform had.
-                _ => entry.encode(&current),
-            });
+                _ => current,
+            };
+            new_identity = self.identity_of(&req.type_name, &state).or(req.current_identity);
+            new_state = Some(entry.encode(&state));
         }
         reply(pb::read_resource::Response {
             new_state,
             diagnostics: diagnostics_to_pb(&diags),
             private: req.private,
             deferred: None,
+            new_identity,
         })
     }
 
@@ -451,6 +626,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "PlanResourceChange", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
         let mut planned_state = None;
+        let mut planned_identity = None;
         let mut requires_replace = Vec::new();
         let inputs = [
             ("prior state", req.prior_state.as_ref()),
@@ -473,6 +649,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
             if proposed.is_null() {
                 // Destroy: planned null, and no provider configuration needed.
                 planned_state = Some(entry.encode(&Value::Null));
+                planned_identity = req.prior_identity.clone();
             } else if let Some(ctx) = self.context(&mut diags) {
                 let lookup = |key: &str| P::attribute_default(&ctx.data, key);
                 let mut planned = initial_plan(block, &prior, &proposed, &config, &lookup, &mut diags);
@@ -491,6 +668,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 if let Some(mut planned) = modified {
                     finish_plan(block, &mut planned, &prior, &before);
                     requires_replace = replace_paths(block, &prior, &planned).iter().map(path_to_pb).collect();
+                    planned_identity = self.identity_of(&req.type_name, &planned);
                     planned_state = Some(entry.encode(&planned));
                 }
             }
@@ -502,6 +680,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
             diagnostics: diagnostics_to_pb(&diags),
             legacy_type_system: false,
             deferred: None,
+            planned_identity,
         })
     }
 
@@ -513,6 +692,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
         tracing::debug!(rpc = "ApplyResourceChange", type_name = %req.type_name);
         let mut diags = Diagnostics::default();
         let mut new_state = None;
+        let mut new_identity = None;
         let inputs = [
             ("prior state", req.prior_state.as_ref()),
             ("planned state", req.planned_state.as_ref()),
@@ -561,6 +741,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                                 format!("{} returned a state with unknown values after apply.", req.type_name),
                             );
                         }
+                        new_identity = self.identity_of(&req.type_name, &state);
                         Some(entry.encode(&state))
                     }
                     // Failed create: nothing to track. Failed update: Terraform keeps the prior state.
@@ -569,11 +750,16 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 };
             }
         }
+        if new_identity.is_none() && diags.has_errors() && !req.prior_state.is_none() {
+            // A failed delete or update keeps the prior state, and so its identity.
+            new_identity = req.planned_identity.clone();
+        }
         reply(pb::apply_resource_change::Response {
             new_state,
             private: req.planned_private,
             diagnostics: diagnostics_to_pb(&diags),
             legacy_type_system: false,
+            new_identity,
         })
     }
 
@@ -598,14 +784,27 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
             let state = self
                 .cancellable(&mut diags, async {
                     let mut d = Diagnostics::default();
-                    let r = entry.imp.import(&ctx, &req.id, &mut d).await;
+                    // `import { identity = {...} }` sends the identity instead of an ID.
+                    let id = match (&req.identity, req.id.is_empty()) {
+                        (Some(identity), true) => match self.import_id(&req.type_name, entry, &ctx, identity) {
+                            Ok(id) => id,
+                            Err(e) => {
+                                d.add(e);
+                                return (None, d);
+                            }
+                        },
+                        _ => req.id.clone(),
+                    };
+                    let r = entry.imp.import(&ctx, &id, &mut d).await;
                     (r, d)
                 })
                 .await
                 .flatten();
             if let Some(state) = state.filter(|_| !diags.has_errors()) {
+                let state = entry.schema.block.conform(&state);
                 imported.push(pb::import_resource_state::ImportedResource {
                     type_name: req.type_name.clone(),
+                    identity: self.identity_of(&req.type_name, &state),
                     state: Some(entry.encode(&state)),
                     private: Vec::new(),
                 });
@@ -654,6 +853,214 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
             diagnostics: diagnostics_to_pb(&diags),
             deferred: None,
         })
+    }
+
+    async fn validate_list_resource_config(
+        &self,
+        request: Request<pb::validate_list_resource_config::Request>,
+    ) -> Result<Response<pb::validate_list_resource_config::Response>, Status> {
+        let req = request.into_inner();
+        tracing::debug!(rpc = "ValidateListResourceConfig", type_name = %req.type_name);
+        let mut diags = Diagnostics::default();
+        let inputs = [("list configuration", req.config.as_ref())];
+        if let Some(call) = self.prepare(
+            &self.inner.list_resources,
+            "list resource",
+            &req.type_name,
+            inputs,
+            false,
+            &mut diags,
+        ) {
+            let [config] = &call.values;
+            call.entry.imp.validate(config, &mut diags);
+        }
+        reply(pb::validate_list_resource_config::Response {
+            diagnostics: diagnostics_to_pb(&diags),
+        })
+    }
+
+    async fn list_resource(
+        &self,
+        request: Request<pb::list_resource::Request>,
+    ) -> Result<Response<tonic::codegen::BoxStream<pb::list_resource::Event>>, Status> {
+        let req = request.into_inner();
+        tracing::debug!(rpc = "ListResource", type_name = %req.type_name, limit = req.limit);
+        let mut diags = Diagnostics::default();
+        let mut events = Vec::new();
+        let inputs = [("list configuration", req.config.as_ref())];
+        if let Some(Call {
+            entry,
+            values: [config],
+            ctx: Some(ctx),
+        }) = self.prepare(
+            &self.inner.list_resources,
+            "list resource",
+            &req.type_name,
+            inputs,
+            true,
+            &mut diags,
+        ) {
+            let limit = usize::try_from(req.limit).ok().filter(|l| *l > 0).unwrap_or(usize::MAX);
+            let results = self
+                .cancellable(&mut diags, async {
+                    let mut d = Diagnostics::default();
+                    let r = entry.imp.list(&ctx, &config, limit, &mut d).await;
+                    (r, d)
+                })
+                .await
+                .unwrap_or_default();
+            let resource = self.inner.resources.get(&req.type_name);
+            let identity = self.inner.identities.get(&req.type_name);
+            if let (Some(resource), Some(identity)) = (resource, identity) {
+                for result in results {
+                    events.push(Ok(pb::list_resource::Event {
+                        identity: Some(pb::ResourceIdentityData {
+                            identity_data: Some(encode_dynamic(&result.identity, &identity.ty)),
+                        }),
+                        display_name: result.display_name,
+                        resource_object: req.include_resource_object.then(|| resource.encode(&result.object)),
+                        diagnostic: Vec::new(),
+                    }));
+                }
+            } else {
+                diags.error(
+                    "Provider bug",
+                    format!(
+                        "List resource {} has no managed resource with an identity.",
+                        req.type_name
+                    ),
+                );
+            }
+        }
+        if !diags.0.is_empty() {
+            events.push(Ok(pb::list_resource::Event {
+                identity: None,
+                display_name: String::new(),
+                resource_object: None,
+                diagnostic: diagnostics_to_pb(&diags),
+            }));
+        }
+        Ok(Response::new(Box::pin(tokio_stream::iter(events))))
+    }
+
+    async fn validate_action_config(
+        &self,
+        request: Request<pb::validate_action_config::Request>,
+    ) -> Result<Response<pb::validate_action_config::Response>, Status> {
+        let req = request.into_inner();
+        tracing::debug!(rpc = "ValidateActionConfig", type_name = %req.type_name);
+        let mut diags = Diagnostics::default();
+        let inputs = [("action configuration", req.config.as_ref())];
+        if let Some(call) = self.prepare(&self.inner.actions, "action", &req.type_name, inputs, false, &mut diags) {
+            let [config] = &call.values;
+            call.entry.imp.validate(config, &mut diags);
+        }
+        reply(pb::validate_action_config::Response {
+            diagnostics: diagnostics_to_pb(&diags),
+        })
+    }
+
+    async fn plan_action(
+        &self,
+        request: Request<pb::plan_action::Request>,
+    ) -> Result<Response<pb::plan_action::Response>, Status> {
+        let req = request.into_inner();
+        tracing::debug!(rpc = "PlanAction", type_name = %req.action_type);
+        let mut diags = Diagnostics::default();
+        let inputs = [("action configuration", req.config.as_ref())];
+        if let Some(Call {
+            entry,
+            values: [config],
+            ctx: Some(ctx),
+        }) = self.prepare(
+            &self.inner.actions,
+            "action",
+            &req.action_type,
+            inputs,
+            true,
+            &mut diags,
+        ) {
+            entry.imp.validate(&config, &mut diags);
+            if !diags.has_errors() && config.is_wholly_known() {
+                self.cancellable(&mut diags, async {
+                    let mut d = Diagnostics::default();
+                    entry.imp.plan(&ctx, &config, &mut d).await;
+                    ((), d)
+                })
+                .await;
+            }
+        }
+        reply(pb::plan_action::Response {
+            diagnostics: diagnostics_to_pb(&diags),
+            deferred: None,
+        })
+    }
+
+    async fn invoke_action(
+        &self,
+        request: Request<pb::invoke_action::Request>,
+    ) -> Result<Response<tonic::codegen::BoxStream<pb::invoke_action::Event>>, Status> {
+        use pb::invoke_action::event::{Completed, Progress as ProgressEvent, Type as EventType};
+        let req = request.into_inner();
+        tracing::debug!(rpc = "InvokeAction", type_name = %req.action_type);
+        let (events, stream) = tokio::sync::mpsc::unbounded_channel();
+        let completed = |diags: &Diagnostics| {
+            Ok(pb::invoke_action::Event {
+                r#type: Some(EventType::Completed(Completed {
+                    diagnostics: diagnostics_to_pb(diags),
+                })),
+            })
+        };
+        let mut diags = Diagnostics::default();
+        let inputs = [("action configuration", req.config.as_ref())];
+        let prepared = self
+            .prepare(
+                &self.inner.actions,
+                "action",
+                &req.action_type,
+                inputs,
+                true,
+                &mut diags,
+            )
+            .and_then(
+                |Call {
+                     entry,
+                     values: [config],
+                     ctx,
+                 }| Some((entry.imp.clone(), config, ctx?)),
+            );
+        let Some((action, config, ctx)) = prepared else {
+            let _ = events.send(completed(&diags));
+            return Ok(Response::new(Box::pin(
+                tokio_stream::wrappers::UnboundedReceiverStream::new(stream),
+            )));
+        };
+        let service = self.clone();
+        tokio::spawn(async move {
+            let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+            let forward = events.clone();
+            let forwarder = tokio::spawn(async move {
+                while let Some(message) = progress_rx.recv().await {
+                    let _ = forward.send(Ok(pb::invoke_action::Event {
+                        r#type: Some(EventType::Progress(ProgressEvent { message })),
+                    }));
+                }
+            });
+            let mut diags = Diagnostics::default();
+            service
+                .stoppable(&mut diags, APPLY_GRACE, async {
+                    let progress = Progress::new(progress_tx);
+                    let mut d = Diagnostics::default();
+                    action.invoke(&ctx, &config, &progress, &mut d).await;
+                    ((), d)
+                })
+                .await;
+            let _ = forwarder.await;
+            let _ = events.send(completed(&diags));
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::UnboundedReceiverStream::new(stream),
+        )))
     }
 
     async fn stop_provider(

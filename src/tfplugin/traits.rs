@@ -12,7 +12,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::diagnostics::Diagnostics;
+use super::diagnostics::{Diagnostic, Diagnostics};
+use super::identity::IdentitySchema;
 use super::model::{Model, ModelValue};
 use super::schema::Schema;
 use super::value::Value;
@@ -46,6 +47,16 @@ pub trait Provider: Send + Sync + 'static {
 
     /// The data source types (see [`data_source`] for typed ones).
     fn data_sources(&self) -> Vec<Arc<dyn DynamicDataSource<Self::Data>>>;
+
+    /// The list resources for `terraform query` (see [`super::list_resource`]); none by default.
+    fn list_resources(&self) -> Vec<Arc<dyn super::list::DynamicListResource<Self::Data>>> {
+        Vec::new()
+    }
+
+    /// The actions (see [`super::action`]); none by default.
+    fn actions(&self) -> Vec<Arc<dyn super::action::DynamicAction<Self::Data>>> {
+        Vec::new()
+    }
 
     /// The provider-level default named `key` (see `Attribute::provider_default`), e.g. a
     /// default project; `None` when the provider has none.
@@ -120,6 +131,32 @@ pub trait DynamicResource<D>: Send + Sync + 'static {
             format!("{} cannot upgrade state from schema version {from}.", self.type_name()),
         );
         None
+    }
+
+    /// The identity schema (Terraform 1.12+); `None`: the type has no identity.
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        None
+    }
+
+    /// The identity of a state (an object of the identity schema's type); `None` when it
+    /// cannot be known yet (unknown attributes while planning).
+    fn identity(&self, _state: &Value) -> Option<Value> {
+        None
+    }
+
+    /// The import ID that an identity stands for, so that `import { identity = {...} }`
+    /// imports exactly like `terraform import` with that ID.
+    ///
+    /// # Errors
+    /// A diagnostic naming the identity attribute that is missing or wrong.
+    fn import_id(&self, _ctx: &Context<D>, _identity: &Value) -> Result<String, Diagnostic> {
+        Err(Diagnostic::error(
+            "Import by identity not supported",
+            format!(
+                "{} cannot be imported by identity; use its import ID.",
+                self.type_name()
+            ),
+        ))
     }
 }
 
@@ -208,6 +245,32 @@ pub trait Resource<D>: Send + Sync + 'static {
         );
         None
     }
+
+    /// The identity schema (Terraform 1.12+); `None`: the type has no identity.
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        None
+    }
+
+    /// The identity of a state (build it with [`IdentitySchema::value`]); `None` when it
+    /// cannot be known yet (unknown attributes while planning).
+    fn identity(&self, _state: &Self::Model) -> Option<Value> {
+        None
+    }
+
+    /// The import ID an identity stands for: `import { identity = {...} }` then imports
+    /// exactly like `terraform import` with that ID.
+    ///
+    /// # Errors
+    /// A diagnostic naming the identity attribute that is missing or wrong.
+    fn import_id(&self, _ctx: &Context<D>, _identity: &Value) -> Result<String, Diagnostic> {
+        Err(Diagnostic::error(
+            "Import by identity not supported",
+            format!(
+                "{} cannot be imported by identity; use its import ID.",
+                self.type_name()
+            ),
+        ))
+    }
 }
 
 /// A data source type, working on its model.
@@ -235,17 +298,17 @@ pub fn data_source<D: Send + Sync + 'static, S: DataSource<D>>(data_source: S) -
     Arc::new(Typed(data_source))
 }
 
-/// The adapter from a typed resource or data source to its dynamic form: the one place where
-/// values become models and back.
-struct Typed<T>(T);
+/// The adapter from a typed resource, data source, list resource or action to its dynamic
+/// form: the one place where values become models and back.
+pub(crate) struct Typed<T>(pub(crate) T);
 
 /// The model of a value that may be null (prior state on create); mismatches are recorded.
-fn model_of<M: Model>(value: &Value, diags: &mut Diagnostics) -> Option<Option<M>> {
+pub(crate) fn model_of<M: Model>(value: &Value, diags: &mut Diagnostics) -> Option<Option<M>> {
     diags.check(M::from_root(value))
 }
 
 /// The model of a value that is never null here.
-fn present<M: Model>(value: &Value, diags: &mut Diagnostics) -> Option<M> {
+pub(crate) fn present<M: Model>(value: &Value, diags: &mut Diagnostics) -> Option<M> {
     match model_of(value, diags)? {
         Some(m) => Some(m),
         None => {
@@ -316,6 +379,19 @@ impl<D: Send + Sync + 'static, R: Resource<D>> DynamicResource<D> for Typed<R> {
 
     fn upgrade(&self, from: i64, state: Value, diags: &mut Diagnostics) -> Option<Value> {
         self.0.upgrade(from, state, diags)
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        self.0.identity_schema()
+    }
+
+    fn identity(&self, state: &Value) -> Option<Value> {
+        let model = R::Model::from_root(state).ok()??;
+        self.0.identity(&model)
+    }
+
+    fn import_id(&self, ctx: &Context<D>, identity: &Value) -> Result<String, Diagnostic> {
+        self.0.import_id(ctx, identity)
     }
 }
 

@@ -1,7 +1,8 @@
 //! A stateful fake of the Compute Engine v1 subset `locality_weighted_backend` uses, written from
 //! the contract in reference/gcp (urlMaps get/patch with fingerprints and HTTP 412
 //! `conditionNotMet`, global operations polled until DONE, googleapi error bodies, full
-//! self-links), with fault injection and a request log. Listens on 127.0.0.1 only.
+//! self-links; urlMaps.list paged with `maxResults`/`pageToken`), with fault injection and a
+//! request log. Listens on 127.0.0.1 only.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -82,6 +83,7 @@ impl FakeCompute {
             ..Default::default()
         }));
         let app = Router::new()
+            .route("/compute/v1/projects/{project}/global/urlMaps", get(list_maps))
             .route(
                 "/compute/v1/projects/{project}/global/urlMaps/{name}",
                 get(get_map).patch(patch_map),
@@ -214,6 +216,40 @@ fn preamble(s: &mut Inner, headers: &HeaderMap, line: String) -> Option<Response
         ));
     }
     None
+}
+
+/// `urlMaps.list`: names in order, `maxResults` a page (default 500), `nextPageToken` the
+/// next name.
+async fn list_maps(
+    State(state): State<Arc<Mutex<Inner>>>,
+    Path(project): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut s = state.lock().unwrap();
+    if let Some(r) = preamble(&mut s, &headers, "GET urlMaps (list)".to_string()) {
+        return r;
+    }
+    let max: usize = q
+        .get("maxResults")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(500)
+        .clamp(1, 500);
+    let start = q.get("pageToken").cloned().unwrap_or_default();
+    let mut maps: Vec<(&String, &Value)> = s
+        .maps
+        .iter()
+        .filter(|((p, name), _)| *p == project && *name >= start)
+        .map(|((_, name), map)| (name, map))
+        .collect();
+    maps.sort_by(|a, b| a.0.cmp(b.0));
+    let page: Vec<Value> = maps.iter().take(max).map(|(_, m)| (*m).clone()).collect();
+    let mut body =
+        json!({"kind": "compute#urlMapList", "id": format!("projects/{project}/global/urlMaps"), "items": page});
+    if let Some((next, _)) = maps.get(max) {
+        body["nextPageToken"] = json!(next);
+    }
+    Json(body).into_response()
 }
 
 async fn get_map(

@@ -11,6 +11,24 @@ pub fn provider_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_terraform-provider-locality"))
 }
 
+/// The terraform the suites run: `LOCALITY_TERRAFORM` when set (scripts/test runs the suites a
+/// second time with Terraform 1.15.5), else `terraform` on PATH (1.11.4).
+pub fn terraform_binary() -> String {
+    std::env::var("LOCALITY_TERRAFORM")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "terraform".to_string())
+}
+
+/// Terraform 1.15.5, for the 1.12+ features (identity, `terraform query`, actions): the path in
+/// `LOCALITY_TERRAFORM_1_15`, which scripts/test installs and sets.
+pub fn terraform_1_15() -> String {
+    std::env::var("LOCALITY_TERRAFORM_1_15")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .expect("LOCALITY_TERRAFORM_1_15 must name a Terraform 1.15.5 executable: run scripts/test, which installs it under target/terraform-1.15.5/")
+}
+
 /// The crate version, which is the provider version in the mirror.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -18,6 +36,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub struct Terraform {
     pub dir: tempfile::TempDir,
     env: Vec<(String, String)>,
+    binary: String,
 }
 
 /// What a terraform command did.
@@ -38,7 +57,11 @@ impl Terraform {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join(".terraformrc");
         std::fs::write(&path, cli_config).expect("write CLI config");
-        let mut tf = Terraform { dir, env: Vec::new() };
+        let mut tf = Terraform {
+            dir,
+            env: Vec::new(),
+            binary: terraform_binary(),
+        };
         tf.env("TF_CLI_CONFIG_FILE", path.to_str().unwrap());
         let home = tf.dir.path().to_str().unwrap().to_string();
         tf.env("HOME", &home);
@@ -83,6 +106,12 @@ impl Terraform {
             "provider_installation {{\n  filesystem_mirror {{\n    path    = \"{}\"\n    include = [\"registry.terraform.io/locality/*\"]\n  }}\n}}\n",
             mirror.display()
         ))
+    }
+
+    /// Runs this terraform executable instead (e.g. [`terraform_1_15`]).
+    pub fn with_binary(mut self, binary: &str) -> Self {
+        self.binary = binary.to_string();
+        self
     }
 
     pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
@@ -133,7 +162,7 @@ impl Terraform {
 
     /// The command `terraform ARGS -no-color` in the directory, with the test's environment.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("terraform");
+        let mut cmd = Command::new(&self.binary);
         cmd.args(args).current_dir(self.dir.path());
         if !args.iter().any(|a| *a == "-no-color" || a.starts_with("-json"))
             && !matches!(args.first(), Some(&"output" | &"state" | &"version" | &"fmt"))

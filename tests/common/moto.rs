@@ -52,7 +52,7 @@ impl Moto {
         let endpoint = format!("http://127.0.0.1:{port}");
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(30), "moto did not start");
+            assert!(started.elapsed() < Duration::from_secs(90), "moto did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
         Moto { endpoint, child }

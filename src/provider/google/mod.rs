@@ -135,6 +135,9 @@ pub struct RouteAction {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UrlMap {
+    /// The URL map's name.
+    #[serde(default)]
+    pub name: String,
     /// The optimistic-locking fingerprint.
     #[serde(default)]
     pub fingerprint: Option<String>,
@@ -213,6 +216,9 @@ fn quoted(keys: &[String]) -> String {
     }
 }
 
+/// Pages of 500 [`Compute::list_url_maps`] follows at most (a project holds far fewer URL maps).
+pub const MAX_LIST_PAGES: usize = 100;
+
 /// The Compute Engine client.
 #[derive(Clone)]
 pub struct Compute {
@@ -279,6 +285,46 @@ impl Compute {
             .call(&format!("URL map {project}/{name}"), || self.http.get(&url))
             .await?;
         serde_json::from_value(raw).map_err(|e| ComputeError::Decode(format!("URL map {project}/{name}: {e}")))
+    }
+
+    /// `urlMaps.list`: every URL map of a project, page by page (500 a page, at most
+    /// [`MAX_LIST_PAGES`] pages).
+    ///
+    /// # Errors
+    /// [`ComputeError`]; a listing that goes on past the page bound is a decode error.
+    pub async fn list_url_maps(&self, project: &str) -> Result<Vec<UrlMap>, ComputeError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Page {
+            #[serde(default)]
+            items: Vec<UrlMap>,
+            #[serde(default)]
+            next_page_token: Option<String>,
+        }
+        let url = format!("{}/projects/{project}/global/urlMaps", self.base_url);
+        let mut all = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let mut query = vec![("maxResults", "500".to_string())];
+            if let Some(t) = &token {
+                query.push(("pageToken", t.clone()));
+            }
+            let raw = self
+                .call(&format!("the URL maps of project {project}"), || {
+                    self.http.get(&url).query(&query)
+                })
+                .await?;
+            let page: Page = serde_json::from_value(raw)
+                .map_err(|e| ComputeError::Decode(format!("URL map list of {project}: {e}")))?;
+            all.extend(page.items);
+            match page.next_page_token.filter(|t| !t.is_empty()) {
+                Some(next) => token = Some(next),
+                None => return Ok(all),
+            }
+        }
+        Err(ComputeError::Decode(format!(
+            "the URL map list of {project} goes on past {MAX_LIST_PAGES} pages"
+        )))
     }
 
     /// Sets the weights of the URL map's weighted backend services named in `desired` (keys

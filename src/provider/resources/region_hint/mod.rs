@@ -5,18 +5,22 @@
 //! - this file: the glue between model and client. The client, the per-zone listing cache,
 //!   batching and create-without-takeover live in `crate::provider::cloudflare`.
 
+mod list;
 mod model;
 mod schema;
 
 use async_trait::async_trait;
 
+pub use list::{list_schema, RegionHintListConfig};
 pub use model::{Hint, RegionHintModel};
-pub use schema::schema;
+pub use schema::{identity_schema, schema};
 
 use crate::provider::cloudflare::{canonical_ip, CreateError, Owner, Support};
 use crate::provider::ProviderData;
 use crate::regions::{near_matches, regions, CATALOGUE_DATE, VENDORS};
-use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Resource, Schema};
+use crate::tfplugin::{
+    identity_string, AttributePath, Context, Diagnostic, Diagnostics, IdentitySchema, Resource, Schema, Value,
+};
 
 /// The resource type.
 pub struct RegionHint;
@@ -38,6 +42,16 @@ pub(crate) fn suggestions(word: &str, candidates: &[&str]) -> String {
             near.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
         ),
     }
+}
+
+/// A string an `import { identity = {...} }` must give.
+pub(crate) fn required_identity<'a>(identity: &'a Value, name: &str) -> Result<&'a str, Diagnostic> {
+    identity_string(identity, name).ok_or_else(|| {
+        Diagnostic::error(
+            "Incomplete identity",
+            format!("The identity needs `{name}`; see the resource's Import section for its attributes."),
+        )
+    })
 }
 
 /// What is wrong with a (lowercase) vendor name, if anything.
@@ -73,6 +87,25 @@ impl Resource<ProviderData> for RegionHint {
 
     fn schema(&self) -> Schema {
         schema()
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        Some(identity_schema())
+    }
+
+    fn identity(&self, state: &RegionHintModel) -> Option<Value> {
+        let zone = state.zone_id.get()?;
+        let ip = canonical_ip(state.origin_ip.get()?)?;
+        Some(identity_schema().value([
+            ("zone_id", Value::String(zone.clone())),
+            ("origin_ip", Value::String(ip)),
+        ]))
+    }
+
+    fn import_id(&self, _ctx: &Context<ProviderData>, identity: &Value) -> Result<String, Diagnostic> {
+        let zone = required_identity(identity, "zone_id")?;
+        let ip = required_identity(identity, "origin_ip")?;
+        Ok(format!("{zone}/{ip}"))
     }
 
     fn validate(&self, config: &RegionHintModel, diags: &mut Diagnostics) {

@@ -1,7 +1,7 @@
 //! The `locality_region_hint` schema. Its descriptions are the resource's documentation.
 
 use crate::provider::cloudflare::canonical_ip;
-use crate::tfplugin::{Attribute, Block, Schema, Type, Value};
+use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, Schema, Type, Value};
 
 fn same_ip(a: &Value, b: &Value) -> bool {
     match (a.as_str().and_then(canonical_ip), b.as_str().and_then(canonical_ip)) {
@@ -64,5 +64,19 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("modified_on").computed().description(
             "When the mapping last changed (RFC 3339), as Cloudflare reports it. After a write that was sent in a batch it is null until the next refresh (batch responses do not carry it).",
         )),
+    }
+}
+
+/// The resource identity (Terraform 1.12+): zone and canonical IP.
+pub fn identity_schema() -> IdentitySchema {
+    IdentitySchema {
+        version: 0,
+        attributes: vec![
+            IdentityAttribute::required("zone_id", "The zone's ID."),
+            IdentityAttribute::required(
+                "origin_ip",
+                "The origin IP; any spelling on import, canonical (RFC 5952) when Terraform stores it.",
+            ),
+        ],
     }
 }

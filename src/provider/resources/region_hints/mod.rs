@@ -17,13 +17,15 @@ use async_trait::async_trait;
 
 pub use desired::{desired, parse_hint, Wanted};
 pub use model::RegionHintsModel;
-pub use schema::schema;
+pub use schema::{identity_schema, schema};
 
-use super::region_hint::{is_zone_id, suggestions};
+use super::region_hint::{is_zone_id, required_identity, suggestions};
 use crate::provider::cloudflare::{Mapping, Owner, Support, SyncError, Zones};
 use crate::provider::ProviderData;
 use crate::ranges;
-use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Field, Resource, Schema};
+use crate::tfplugin::{
+    AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, Resource, Schema, Value,
+};
 
 /// The resource type.
 pub struct RegionHints;
@@ -44,6 +46,19 @@ impl Resource<ProviderData> for RegionHints {
 
     fn schema(&self) -> Schema {
         schema()
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        Some(identity_schema())
+    }
+
+    fn identity(&self, state: &RegionHintsModel) -> Option<Value> {
+        let zone = state.zone_id.get()?;
+        Some(identity_schema().value([("zone_id", Value::String(zone.clone()))]))
+    }
+
+    fn import_id(&self, _ctx: &Context<ProviderData>, identity: &Value) -> Result<String, Diagnostic> {
+        required_identity(identity, "zone_id").map(str::to_string)
     }
 
     fn validate(&self, config: &RegionHintsModel, diags: &mut Diagnostics) {

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use crate::provider::cloudflare::canonical_ip;
-use crate::tfplugin::{Attribute, Block, Schema, Type, Value};
+use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, Schema, Type, Value};
 
 /// The same hints spelled differently: the same canonical IPs with the same values, case aside.
 fn same_hints(a: &Value, b: &Value) -> bool {
@@ -104,5 +104,13 @@ pub fn schema() -> Schema {
         .attribute(Attribute::number("unmanaged").computed().description(
             "How many of the zone's mappings this resource does not manage; planned 0 when `exclusive`.",
         )),
+    }
+}
+
+/// The resource identity (Terraform 1.12+): the zone.
+pub fn identity_schema() -> IdentitySchema {
+    IdentitySchema {
+        version: 0,
+        attributes: vec![IdentityAttribute::required("zone_id", "The zone's ID.")],
     }
 }

@@ -7,6 +7,7 @@
 //! - this file: the glue between model and client. The write itself (fingerprint, HTTP 412
 //!   retry, operation wait) is `crate::provider::google::Compute::set_weights`.
 
+mod list;
 mod model;
 mod schema;
 
@@ -14,14 +15,18 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
+pub use list::{list_schema, WeightedBackendListConfig};
 pub use model::{weight, WeightedBackendModel, MAX_WEIGHT};
-pub use schema::schema;
+pub use schema::{identity_schema, schema};
 
 use crate::naming::{is_google_name, is_project_id};
 pub use crate::provider::google::CONFLICT_RETRIES;
 use crate::provider::google::{backend_name, ComputeError};
+use crate::provider::resources::region_hint::required_identity;
 use crate::provider::ProviderData;
-use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Field, Resource, Schema};
+use crate::tfplugin::{
+    identity_string, AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, Resource, Schema, Value,
+};
 
 /// The resource type.
 pub struct WeightedBackend;
@@ -39,6 +44,31 @@ impl Resource<ProviderData> for WeightedBackend {
 
     fn schema(&self) -> Schema {
         schema()
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        Some(identity_schema())
+    }
+
+    fn identity(&self, state: &WeightedBackendModel) -> Option<Value> {
+        Some(identity_schema().value([
+            ("project", Value::String(state.project.get()?.clone())),
+            ("url_map", Value::String(state.url_map.get()?.clone())),
+        ]))
+    }
+
+    fn import_id(&self, ctx: &Context<ProviderData>, identity: &Value) -> Result<String, Diagnostic> {
+        let url_map = required_identity(identity, "url_map")?;
+        let project = match identity_string(identity, "project") {
+            Some(project) => project.to_string(),
+            None => ctx.data.config.google.project.clone().ok_or_else(|| {
+                Diagnostic::error(
+                    "No project",
+                    "The identity has no `project`, and the provider's `google` block sets none: give one of them.",
+                )
+            })?,
+        };
+        Ok(format!("{project}/{url_map}"))
     }
 
     fn validate(&self, config: &WeightedBackendModel, diags: &mut Diagnostics) {

@@ -2,7 +2,7 @@
 
 use crate::provider::google::backend_name;
 use crate::provider::DEFAULT_PROJECT;
-use crate::tfplugin::{Attribute, Block, Schema, Type};
+use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, Schema, Type};
 
 fn same_backend_service(a: &str, b: &str) -> bool {
     backend_name(a) == backend_name(b)
@@ -45,5 +45,19 @@ pub fn schema() -> Schema {
              with the real list in the error), and at least one weight must be non-zero, so traffic is never \
              black-holed. Weighted backend services not listed keep their live weight.",
         )),
+    }
+}
+
+/// The resource identity (Terraform 1.12+): project and URL map name.
+pub fn identity_schema() -> IdentitySchema {
+    IdentitySchema {
+        version: 0,
+        attributes: vec![
+            IdentityAttribute::optional(
+                "project",
+                "The project; on import it defaults to the provider's `google.project`.",
+            ),
+            IdentityAttribute::required("url_map", "The URL map's name."),
+        ],
     }
 }

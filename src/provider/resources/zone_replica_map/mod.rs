@@ -19,15 +19,18 @@ use async_trait::async_trait;
 
 pub use model::{FileModel, MemberModel, SecretsManagerModel, SsmParameterModel, ZoneReplicaMapModel};
 pub use replica_map::{parse_document, Member, ReplicaMap, Role, Topology};
-pub use schema::schema;
+pub use schema::{identity_schema, schema};
 pub use target::{PublishError, Target};
 pub use validate::{check_endpoint, is_zone_name};
 
 use self::model::{blocks, strings};
 use self::target::KNOWN_KINDS;
 use crate::provider::aws::AwsError;
+use crate::provider::resources::region_hint::required_identity;
 use crate::provider::ProviderData;
-use crate::tfplugin::{AttributePath, Context, Diagnostic, Diagnostics, Field, Resource, Schema};
+use crate::tfplugin::{
+    AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, Resource, Schema, Value,
+};
 
 /// The resource type.
 pub struct ZoneReplicaMap;
@@ -45,6 +48,31 @@ impl Resource<ProviderData> for ZoneReplicaMap {
 
     fn schema(&self) -> Schema {
         schema()
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        Some(identity_schema())
+    }
+
+    fn identity(&self, state: &ZoneReplicaMapModel) -> Option<Value> {
+        let (kind, name) = match state.target()? {
+            Target::File(path) => ("file", path.display().to_string()),
+            Target::SecretsManager(id) => ("secretsmanager", id),
+            Target::Ssm(name) => ("ssm", name),
+        };
+        Some(identity_schema().value([("kind", Value::String(kind.to_string())), ("name", Value::String(name))]))
+    }
+
+    fn import_id(&self, _ctx: &Context<ProviderData>, identity: &Value) -> Result<String, Diagnostic> {
+        let kind = required_identity(identity, "kind")?;
+        let name = required_identity(identity, "name")?;
+        if !KNOWN_KINDS.contains(&kind) {
+            return Err(Diagnostic::error(
+                "Invalid identity",
+                format!("`kind` is {kind:?}; allowed: \"file\", \"secretsmanager\", \"ssm\"."),
+            ));
+        }
+        Ok(format!("{kind}:{name}"))
     }
 
     fn validate(&self, config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {

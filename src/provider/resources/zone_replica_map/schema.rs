@@ -1,6 +1,6 @@
 //! The `locality_zone_replica_map` schema. Its descriptions are the resource's documentation.
 
-use crate::tfplugin::{Attribute, Block, NestedBlock, Nesting, Schema, Type};
+use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, NestedBlock, Nesting, Schema, Type};
 
 /// The resource schema.
 pub fn schema() -> Schema {
@@ -123,5 +123,19 @@ pub fn schema() -> Schema {
             )
             .items(0, 1),
         ),
+    }
+}
+
+/// The resource identity (Terraform 1.12+): where the map is published.
+pub fn identity_schema() -> IdentitySchema {
+    IdentitySchema {
+        version: 0,
+        attributes: vec![
+            IdentityAttribute::required("kind", "The publish target: `file`, `secretsmanager` or `ssm`."),
+            IdentityAttribute::required(
+                "name",
+                "The file path, the secret's name or ARN, or the parameter name.",
+            ),
+        ],
     }
 }

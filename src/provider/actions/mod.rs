@@ -1,0 +1,4 @@
+//! The provider's actions (Terraform 1.14+, `terraform apply -invoke=action.TYPE.NAME`), one
+//! folder each.
+
+pub mod shift_weights;

@@ -1,0 +1,277 @@
+//! `locality_shift_weights`: move a URL map's weights to a target now, optionally in steps
+//! (DESIGN.md §2.2.1).
+//!
+//! - `schema.rs`: the schema (its descriptions are the docs);
+//! - `model.rs`: the model;
+//! - this file: validation (shared with `locality_weighted_backend`), the steps, and the
+//!   writes, each through `Compute::set_weights`.
+
+mod model;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use model::ShiftWeightsModel;
+pub use schema::{schema, MAX_STEPS};
+
+use crate::provider::google::{backend_name, Compute};
+use crate::provider::resources::weighted_backend::{WeightedBackend, WeightedBackendModel};
+use crate::provider::ProviderData;
+use crate::tfplugin::{Action, AttributePath, Context, Diagnostic, Diagnostics, Field, Progress, Resource, Schema};
+
+/// The action type.
+pub struct ShiftWeights;
+
+/// The Terraform type name.
+pub const TYPE_NAME: &str = "locality_shift_weights";
+
+/// The longest pause between steps.
+const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+impl ShiftWeightsModel {
+    /// The same values as a `locality_weighted_backend`, for its validation.
+    fn as_resource(&self) -> WeightedBackendModel {
+        WeightedBackendModel {
+            id: Field::Null,
+            project: self.project.clone(),
+            url_map: self.url_map.clone(),
+            weights: self.weights.clone(),
+        }
+    }
+
+    /// The number of steps (default 1), when valid.
+    fn step_count(&self) -> Result<u64, String> {
+        match &self.steps {
+            Field::Null => Ok(1),
+            Field::Unknown => Ok(1),
+            Field::Known(n) => n
+                .as_u64()
+                .filter(|s| (1..=MAX_STEPS).contains(s))
+                .ok_or_else(|| format!("{n} is not a number of steps: use a whole number from 1 to {MAX_STEPS}.")),
+        }
+    }
+
+    /// The pause between steps (default none), when valid.
+    fn pause(&self) -> Result<Duration, String> {
+        match self.interval.get() {
+            None => Ok(Duration::ZERO),
+            Some(text) => humantime::parse_duration(text)
+                .ok()
+                .filter(|d| *d <= MAX_INTERVAL)
+                .ok_or_else(|| {
+                    format!("{text:?} is not an interval: use a duration such as \"30s\" or \"2m\", at most 1h.")
+                }),
+        }
+    }
+}
+
+/// The weights of step `k` of `n` from `current` to `target` (both by backend-service name):
+/// equal steps, rounded, exactly `target` at the last, never all zero on the way.
+pub fn step_weights(
+    current: &BTreeMap<String, u32>,
+    target: &BTreeMap<String, u32>,
+    k: u64,
+    n: u64,
+) -> BTreeMap<String, u32> {
+    let mut step: BTreeMap<String, u32> = target
+        .iter()
+        .map(|(name, &t)| {
+            let c = i64::from(current.get(name).copied().unwrap_or(0));
+            let t = i64::from(t);
+            let value = c + ((t - c) * k as i64 + (n as i64 / 2)).div_euclid(n as i64);
+            (name.clone(), u32::try_from(value.clamp(0, 1000)).unwrap_or(0))
+        })
+        .collect();
+    let others_zero = current
+        .iter()
+        .filter(|(name, _)| !target.contains_key(*name))
+        .all(|(_, &w)| w == 0);
+    if others_zero && step.values().all(|&w| w == 0) {
+        if let Some((name, _)) = target.iter().max_by_key(|(_, &w)| w) {
+            step.insert(name.clone(), 1);
+        }
+    }
+    step
+}
+
+fn show(weights: &BTreeMap<String, u32>) -> String {
+    weights
+        .iter()
+        .map(|(k, w)| format!("{k}={w}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The project, URL map, target weights by name, and the client, or why not.
+fn resolve(
+    ctx: &Context<ProviderData>,
+    config: &ShiftWeightsModel,
+    diags: &mut Diagnostics,
+) -> Option<(String, String, BTreeMap<String, u32>, Compute)> {
+    let compute = diags.check(ctx.data.compute())?;
+    let Some(project) = config
+        .project
+        .get()
+        .cloned()
+        .or_else(|| ctx.data.config.google.project.clone())
+    else {
+        diags.attribute_error(
+            AttributePath::root("project"),
+            "No project",
+            "Set `project` here, or `project` in the provider's `google` block.",
+        );
+        return None;
+    };
+    let url_map = diags.check(config.url_map.require("url_map"))?.clone();
+    let Some(target) = config.as_resource().known_weights() else {
+        diags.error(
+            "Provider bug",
+            "The weights are not known when the action runs. Please report this.",
+        );
+        return None;
+    };
+    let target = target
+        .into_iter()
+        .map(|(k, w)| (backend_name(&k).to_string(), w))
+        .collect();
+    Some((project, url_map, target, compute))
+}
+
+/// The URL map's current weights, after checking that every target key is one of its
+/// weighted backend services (the error lists the real ones).
+async fn current_weights(
+    compute: &Compute,
+    project: &str,
+    url_map: &str,
+    target: &BTreeMap<String, u32>,
+) -> Result<BTreeMap<String, u32>, Diagnostic> {
+    let map = compute.get_url_map(project, url_map).await.map_err(Diagnostic::from)?;
+    let current = map.weights();
+    let unknown: Vec<&String> = target.keys().filter(|k| !current.contains_key(*k)).collect();
+    if current.is_empty() || !unknown.is_empty() {
+        let real: Vec<&String> = current.keys().collect();
+        return Err(Diagnostic::error(
+            "Unknown backend services",
+            format!(
+                "URL map {project}/{url_map} has no weighted backend service {}; its weighted backend services are: {}.",
+                unknown.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "),
+                if real.is_empty() { "none".to_string() } else { real.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ") }
+            ),
+        )
+        .at(AttributePath::root("weights")));
+    }
+    Ok(current)
+}
+
+#[async_trait]
+impl Action<ProviderData> for ShiftWeights {
+    type Model = ShiftWeightsModel;
+
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, config: &ShiftWeightsModel, diags: &mut Diagnostics) {
+        WeightedBackend.validate(&config.as_resource(), diags);
+        if let Err(problem) = config.step_count() {
+            diags.attribute_error(AttributePath::root("steps"), "Invalid steps", problem);
+        }
+        if let Err(problem) = config.pause() {
+            diags.attribute_error(AttributePath::root("interval"), "Invalid interval", problem);
+        }
+    }
+
+    async fn plan(&self, ctx: &Context<ProviderData>, config: &ShiftWeightsModel, diags: &mut Diagnostics) {
+        let Some((project, url_map, target, compute)) = resolve(ctx, config, diags) else {
+            return;
+        };
+        if let Err(e) = current_weights(&compute, &project, &url_map, &target).await {
+            diags.add(e);
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &Context<ProviderData>,
+        config: ShiftWeightsModel,
+        progress: &Progress,
+        diags: &mut Diagnostics,
+    ) {
+        let Some((project, url_map, target, compute)) = resolve(ctx, &config, diags) else {
+            return;
+        };
+        let (Ok(steps), Ok(pause)) = (config.step_count(), config.pause()) else {
+            return;
+        };
+        let current = match current_weights(&compute, &project, &url_map, &target).await {
+            Ok(current) => current,
+            Err(e) => {
+                diags.add(e);
+                return;
+            }
+        };
+        progress.report(format!(
+            "{project}/{url_map}: {} → {} in {steps} step(s)",
+            show(
+                &current
+                    .iter()
+                    .filter(|(k, _)| target.contains_key(*k))
+                    .map(|(k, w)| (k.clone(), *w))
+                    .collect()
+            ),
+            show(&target)
+        ));
+        for k in 1..=steps {
+            let weights = step_weights(&current, &target, k, steps);
+            if let Err(e) = compute.set_weights(&project, &url_map, &weights).await {
+                diags.add(Diagnostic::from(e).context(format!("Step {k} of {steps}")));
+                return;
+            }
+            progress.report(format!("step {k}/{steps} done: {}", show(&weights)));
+            if k < steps && !pause.is_zero() {
+                tokio::select! {
+                    () = ctx.stop.cancelled() => {
+                        diags.error(
+                            "Shift stopped",
+                            format!("Stopped after step {k} of {steps}: URL map {project}/{url_map} now has {}.", show(&weights)),
+                        );
+                        return;
+                    }
+                    () = tokio::time::sleep(pause) => {}
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(items: &[(&str, u32)]) -> BTreeMap<String, u32> {
+        items.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn equal_steps_end_exactly_at_the_target_and_never_all_zero() {
+        let current = map(&[("tokyo", 100), ("osaka", 0)]);
+        let target = map(&[("tokyo", 0), ("osaka", 100)]);
+        let steps: Vec<_> = (1..=4).map(|k| step_weights(&current, &target, k, 4)).collect();
+        assert_eq!(steps[0], map(&[("tokyo", 75), ("osaka", 25)]));
+        assert_eq!(steps[1], map(&[("tokyo", 50), ("osaka", 50)]));
+        assert_eq!(steps[3], target);
+        // 1 → 0 and 0 → 1 in two steps would round to all zero half-way: one stays up.
+        let mid = step_weights(&map(&[("a", 1), ("b", 0)]), &map(&[("a", 0), ("b", 1)]), 1, 2);
+        assert!(mid.values().any(|&w| w > 0), "{mid:?}");
+        // Keys not named keep their weight and count.
+        let kept = step_weights(&map(&[("a", 1), ("c", 5)]), &map(&[("a", 0)]), 1, 2);
+        assert_eq!(kept, map(&[("a", 1)]));
+    }
+}

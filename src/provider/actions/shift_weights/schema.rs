@@ -1,0 +1,41 @@
+//! The `locality_shift_weights` schema. Its descriptions are the action's documentation.
+
+use crate::tfplugin::{Attribute, Block, Schema, Type};
+
+/// Most steps one invocation takes.
+pub const MAX_STEPS: u64 = 100;
+
+/// The action schema.
+pub fn schema() -> Schema {
+    Schema {
+        version: 0,
+        block: Block::new(
+            "Sets the weights of a Google Cloud URL map's weighted backend services now, optionally in equal \
+             steps: the operator's tool for draining a region during an incident \
+             (`terraform apply -invoke=action.locality_shift_weights.NAME`).\n\n\
+             Each step is the same fingerprint-safe write as `locality_weighted_backend` (read, change only the \
+             weights, write with the fingerprint, retry on HTTP 412, wait for the operation) and is reported as it \
+             completes. Weights are checked like the resource's: whole numbers from 0 to 1000, never all zero, and \
+             (before anything is written) keys that are weighted backend services of the URL map. Backend services \
+             not named keep their weight. Ctrl-C stops between steps and says which step was the last. A \
+             `locality_weighted_backend` managing the same URL map shows the new weights as drift on its next plan.",
+        )
+        .attribute(
+            Attribute::string("project")
+                .optional()
+                .description("The project; default: the provider's `google.project`."),
+        )
+        .attribute(Attribute::string("url_map").required().description("The URL map's name."))
+        .attribute(
+            Attribute::typed("weights", Type::map(Type::Number))
+                .required()
+                .description("Backend service (name, `projects/P/global/backendServices/NAME` or self-link) → target weight, 0 to 1000."),
+        )
+        .attribute(Attribute::number("steps").optional().description(
+            "How many equal steps lead from the current weights to the target, 1 to 100. Default: 1 (at once).",
+        ))
+        .attribute(Attribute::string("interval").optional().description(
+            "The pause between steps, e.g. `30s` or `2m` (at most 1h). Default: no pause.",
+        )),
+    }
+}
