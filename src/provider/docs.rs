@@ -1,13 +1,14 @@
-//! Renders the registry docs (`docs/index.md`, `docs/resources/*.md`, `docs/data-sources/*.md`)
-//! from the schemas and from `examples/` (a resource's `guide.md` there is appended to its
-//! page), in tfplugindocs' layout. `tests/docs.rs` fails when
+//! Renders the registry docs (`docs/index.md`, `docs/resources/*.md`, `docs/data-sources/*.md`,
+//! `docs/list-resources/*.md`, `docs/actions/*.md`) from the schemas and from `examples/`, in
+//! tfplugindocs' layout: resource pages show import by command, by `id` and by `identity` (with
+//! the identity schema) when the examples exist; a resource's `guide.md` is appended to its page. `tests/docs.rs` fails when
 //! the committed `docs/` differs; `BLESS=1 cargo test --test docs` rewrites it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::tfplugin::schema::{Attribute, AttributeKind, Block, NestedBlock, Nesting};
-use crate::tfplugin::{Provider, Schema};
+use crate::tfplugin::{IdentitySchema, Provider, Schema};
 
 use super::LocalityProvider;
 
@@ -17,6 +18,16 @@ pub struct Page {
     pub path: PathBuf,
     /// Markdown.
     pub content: String,
+}
+
+/// The ways a resource page shows how to import: the `terraform import` command
+/// (`import.sh`), an `import` block with `id` (`import-by-string-id.tf`), and one with
+/// `identity` (`import-by-identity.tf`, with the identity schema), as tfplugindocs lays them out.
+#[derive(Default)]
+struct Import<'a> {
+    command: Option<String>,
+    by_id: Option<String>,
+    by_identity: Option<(String, &'a IdentitySchema)>,
 }
 
 /// Renders every page. `examples` is the repository's `examples/` folder.
@@ -32,29 +43,30 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
             "locality Provider",
             "locality Provider",
             &provider.schema(),
-            &read("provider/provider.tf")?,
-            None,
+            ("terraform", &read("provider/provider.tf")?),
+            &Import::default(),
         ),
     }];
     for resource in provider.resources() {
         let name = resource.type_name();
         let short = name.trim_start_matches("locality_");
-        let import = read(&format!("resources/{name}/import.sh")).ok();
+        let identity = resource.identity_schema();
+        let by_identity = read(&format!("resources/{name}/import-by-identity.tf")).ok();
+        let import = Import {
+            command: read(&format!("resources/{name}/import.sh")).ok(),
+            by_id: read(&format!("resources/{name}/import-by-string-id.tf")).ok(),
+            by_identity: by_identity.zip(identity.as_ref()),
+        };
         let mut content = render_page(
             &format!("{name} Resource - locality"),
             &format!("{name} (Resource)"),
             &resource.schema(),
-            &read(&format!("resources/{name}/resource.tf"))?,
-            import.as_deref(),
+            ("terraform", &read(&format!("resources/{name}/resource.tf"))?),
+            &import,
         );
         // Longer guidance (e.g. a migration guide) written as Markdown next to the example.
         if let Ok(guide) = read(&format!("resources/{name}/guide.md")) {
-            content = format!(
-                "{content}
-
-{}",
-                guide.trim_end()
-            );
+            content = format!("{content}\n\n{}", guide.trim_end());
         }
         pages.push(Page {
             path: format!("resources/{short}.md").into(),
@@ -70,15 +82,46 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
                 &format!("{name} Data Source - locality"),
                 &format!("{name} (Data Source)"),
                 &data_source.schema(),
-                &read(&format!("data-sources/{name}/data-source.tf"))?,
-                None,
+                ("terraform", &read(&format!("data-sources/{name}/data-source.tf"))?),
+                &Import::default(),
+            ),
+        });
+    }
+    for list in provider.list_resources() {
+        let name = list.type_name();
+        let short = name.trim_start_matches("locality_");
+        pages.push(Page {
+            path: format!("list-resources/{short}.md").into(),
+            content: render_page(
+                &format!("{name} List Resource - locality"),
+                &format!("{name} (List Resource)"),
+                &list.schema(),
+                (
+                    "terraform",
+                    &read(&format!("list-resources/{name}/list-resource.tfquery.hcl"))?,
+                ),
+                &Import::default(),
+            ),
+        });
+    }
+    for action in provider.actions() {
+        let name = action.type_name();
+        let short = name.trim_start_matches("locality_");
+        pages.push(Page {
+            path: format!("actions/{short}.md").into(),
+            content: render_page(
+                &format!("{name} Action - locality"),
+                &format!("{name} (Action)"),
+                &action.schema(),
+                ("terraform", &read(&format!("actions/{name}/action.tf"))?),
+                &Import::default(),
             ),
         });
     }
     Ok(pages)
 }
 
-fn render_page(page_title: &str, heading: &str, schema: &Schema, example: &str, import: Option<&str>) -> String {
+fn render_page(page_title: &str, heading: &str, schema: &Schema, example: (&str, &str), import: &Import<'_>) -> String {
     let block = &schema.block;
     let summary = block.description.split("\n\n").next().unwrap_or_default();
     let mut out = String::new();
@@ -91,7 +134,12 @@ fn render_page(page_title: &str, heading: &str, schema: &Schema, example: &str, 
         let _ = writeln!(out, "  {line}");
     }
     let _ = writeln!(out, "---\n\n# {heading}\n\n{}\n", block.description.trim_end());
-    let _ = writeln!(out, "## Example Usage\n\n```terraform\n{}\n```\n", example.trim_end());
+    let _ = writeln!(
+        out,
+        "## Example Usage\n\n```{}\n{}\n```\n",
+        example.0,
+        example.1.trim_end()
+    );
     let _ = writeln!(out, "## Schema\n");
     let mut nested = Vec::new();
     render_block(&mut out, block, "", &mut nested);
@@ -102,17 +150,61 @@ fn render_page(page_title: &str, heading: &str, schema: &Schema, example: &str, 
         render_block_inline(&mut out, &inner, &title, &mut more);
         nested.extend(more);
     }
-    if let Some(import) = import {
-        let _ = writeln!(
-            out,
-            "## Import\n\nImport is supported using the following syntax:\n\n```shell\n{}\n```",
-            import.trim_end()
-        );
+    if import.command.is_some() || import.by_id.is_some() || import.by_identity.is_some() {
+        let _ = writeln!(out, "## Import\n\nImport is supported using the following syntax:\n");
+        if let Some((example, identity)) = &import.by_identity {
+            let _ = writeln!(
+                out,
+                "In Terraform v1.12.0 and later, the [`import` block](https://developer.hashicorp.com/terraform/language/import) can be used with the `identity` attribute, for example:\n\n```terraform\n{}\n```\n",
+                example.trim_end()
+            );
+            render_identity(&mut out, identity);
+        }
+        if let Some(example) = &import.by_id {
+            let _ = writeln!(
+                out,
+                "In Terraform v1.5.0 and later, the [`import` block](https://developer.hashicorp.com/terraform/language/import) can be used with the `id` attribute, for example:\n\n```terraform\n{}\n```\n",
+                example.trim_end()
+            );
+        }
+        if let Some(command) = &import.command {
+            let _ = writeln!(
+                out,
+                "The [`terraform import` command](https://developer.hashicorp.com/terraform/cli/commands/import) can be used, for example:\n\n```shell\n{}\n```",
+                command.trim_end()
+            );
+        }
     }
     while out.ends_with("\n\n") {
         out.pop();
     }
     out
+}
+
+/// The identity schema, as tfplugindocs renders it under Import.
+fn render_identity(out: &mut String, identity: &IdentitySchema) {
+    let _ = writeln!(out, "<a id=\"identity-schema\"></a>\n### Identity Schema\n");
+    for (heading, required) in [("Required", true), ("Optional", false)] {
+        let attributes: Vec<_> = identity
+            .attributes
+            .iter()
+            .filter(|a| a.required_for_import == required)
+            .collect();
+        if attributes.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "#### {heading}\n");
+        for a in attributes {
+            let _ = writeln!(
+                out,
+                "- `{}` ({}) {}",
+                a.name,
+                a.ty.friendly_name(),
+                a.description.trim()
+            );
+        }
+        let _ = writeln!(out);
+    }
 }
 
 /// A nested block or nested attribute still to document: (anchor, dotted path, content).

@@ -718,6 +718,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 .await;
                 // A failed delete keeps the object in state.
                 let after = if diags.has_errors() { &prior } else { &Value::Null };
+                new_identity = self.identity_of(&req.type_name, after);
                 new_state = Some(entry.encode(after));
             } else {
                 let result = self
@@ -749,10 +750,6 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                     None => None,
                 };
             }
-        }
-        if new_identity.is_none() && diags.has_errors() && !req.prior_state.is_none() {
-            // A failed delete or update keeps the prior state, and so its identity.
-            new_identity = req.planned_identity.clone();
         }
         reply(pb::apply_resource_change::Response {
             new_state,

@@ -48,12 +48,12 @@ pub trait Provider: Send + Sync + 'static {
     /// The data source types (see [`data_source`] for typed ones).
     fn data_sources(&self) -> Vec<Arc<dyn DynamicDataSource<Self::Data>>>;
 
-    /// The list resources for `terraform query` (see [`super::list_resource`]); none by default.
+    /// The list resources for `terraform query` (see [`super::list_resource()`]); none by default.
     fn list_resources(&self) -> Vec<Arc<dyn super::list::DynamicListResource<Self::Data>>> {
         Vec::new()
     }
 
-    /// The actions (see [`super::action`]); none by default.
+    /// The actions (see [`super::action()`]); none by default.
     fn actions(&self) -> Vec<Arc<dyn super::action::DynamicAction<Self::Data>>> {
         Vec::new()
     }

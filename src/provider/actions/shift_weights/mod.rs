@@ -228,13 +228,26 @@ impl Action<ProviderData> for ShiftWeights {
             ),
             show(&target)
         ));
+        let mut done: Option<BTreeMap<String, u32>> = None;
         for k in 1..=steps {
+            if ctx.stop.is_cancelled() {
+                diags.error(
+                    "Shift stopped",
+                    format!(
+                        "Stopped before step {k} of {steps}: URL map {project}/{url_map} has {}.",
+                        done.as_ref()
+                            .map_or_else(|| "its weights from before the action".to_string(), show)
+                    ),
+                );
+                return;
+            }
             let weights = step_weights(&current, &target, k, steps);
             if let Err(e) = compute.set_weights(&project, &url_map, &weights).await {
                 diags.add(Diagnostic::from(e).context(format!("Step {k} of {steps}")));
                 return;
             }
             progress.report(format!("step {k}/{steps} done: {}", show(&weights)));
+            done = Some(weights.clone());
             if k < steps && !pause.is_zero() {
                 tokio::select! {
                     () = ctx.stop.cancelled() => {

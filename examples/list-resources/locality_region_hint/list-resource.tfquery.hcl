@@ -1,0 +1,9 @@
+# terraform query -generate-config-out=region_hints.tf
+list "locality_region_hint" "zone" {
+  provider         = locality
+  include_resource = true
+
+  config {
+    zone_id = "023e105f4ecef8ad9ca31a8372d0c353"
+  }
+}
