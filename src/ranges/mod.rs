@@ -11,7 +11,6 @@ use std::net::IpAddr;
 use std::sync::OnceLock;
 
 use ipnet::IpNet;
-use rustc_hash::FxHashMap;
 
 /// The clouds, spelled as Cloudflare's hints spell them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,10 +70,102 @@ pub struct Table {
     /// The snapshot's date (YYYY-MM-DD).
     pub date: String,
     ranges: Vec<Range>,
-    /// prefix length → network → index, per family; lengths longest first. Fx hashing: the
-    /// keys are integers we produce ourselves, and SipHash would dominate a lookup.
-    v4: Vec<(u8, FxHashMap<u32, usize>)>,
-    v6: Vec<(u8, FxHashMap<u128, usize>)>,
+    /// The address space cut into disjoint intervals, each holding its longest prefix: a
+    /// lookup is one binary search, whatever the nesting (see [`Intervals`]).
+    v4: Intervals<u32>,
+    v6: Intervals<u128>,
+}
+
+/// Disjoint address intervals, sorted, each with the index of the range that answers for it:
+/// `starts[i]..=ends[i]` → `ranges[index[i]]`. Starts live apart from the rest so the binary
+/// search touches one dense array.
+struct Intervals<T> {
+    starts: Vec<T>,
+    ends: Vec<T>,
+    index: Vec<u32>,
+}
+
+impl<T: Addr> Intervals<T> {
+    fn find(&self, ip: T) -> Option<usize> {
+        let after = self.starts.partition_point(|&s| s <= ip);
+        let i = after.checked_sub(1)?;
+        (ip <= self.ends[i]).then(|| self.index[i] as usize)
+    }
+}
+
+/// An address as an integer.
+trait Addr: Copy + Ord {
+    /// The next address, if any.
+    fn succ(self) -> Option<Self>;
+    /// The previous address (never called on 0).
+    fn pred(self) -> Self;
+}
+
+impl Addr for u32 {
+    fn succ(self) -> Option<Self> {
+        self.checked_add(1)
+    }
+    fn pred(self) -> Self {
+        self.saturating_sub(1)
+    }
+}
+
+impl Addr for u128 {
+    fn succ(self) -> Option<Self> {
+        self.checked_add(1)
+    }
+    fn pred(self) -> Self {
+        self.saturating_sub(1)
+    }
+}
+
+/// Builds [`Intervals`] from prefixes `(network, last address, prefix length, range index)`.
+/// Every prefix's first and one-past-last address cut the space into elementary intervals;
+/// each lies wholly inside the same prefixes, so it is answered by the innermost one (for
+/// equal prefixes the first row wins). Neighbours with the same answer are merged.
+fn intervals<T: Addr>(prefixes: impl IntoIterator<Item = (T, T, u8, usize)>) -> Intervals<T> {
+    // In nesting order, outer before inner: by (network, length); the first row of a prefix
+    // wins. (Table::new hands them over sorted so already; sorting again is cheap then.)
+    let mut sorted: Vec<(T, u8, T, usize)> = prefixes
+        .into_iter()
+        .map(|(net, last, len, i)| (net, len, last, i))
+        .collect();
+    sorted.sort_by(|a, b| (a.0, a.1, a.3).cmp(&(b.0, b.1, b.3)));
+    sorted.dedup_by(|later, first| (later.0, later.1) == (first.0, first.1));
+    let mut cuts: Vec<T> = Vec::with_capacity(sorted.len() * 2);
+    for &(net, _, last, _) in &sorted {
+        cuts.push(net);
+        cuts.extend(last.succ());
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut out = Intervals {
+        starts: Vec::new(),
+        ends: Vec::new(),
+        index: Vec::new(),
+    };
+    let mut pending = sorted.into_iter().peekable();
+    let mut open: Vec<(T, u32)> = Vec::new(); // (last address, index), innermost on top
+    for (k, &cut) in cuts.iter().enumerate() {
+        while let Some((_, _, last, i)) = pending.next_if(|(net, _, _, _)| *net <= cut) {
+            open.push((last, u32::try_from(i).unwrap_or(u32::MAX)));
+        }
+        while open.last().is_some_and(|(last, _)| *last < cut) {
+            open.pop();
+        }
+        let Some(&(last, index)) = open.last() else { continue };
+        let end = cuts.get(k + 1).map_or(last, |next| next.pred());
+        let joins = out.index.last() == Some(&index) && out.ends.last().and_then(|e: &T| e.succ()) == Some(cut);
+        match out.ends.last_mut() {
+            Some(previous_end) if joins => *previous_end = end,
+            _ => {
+                out.starts.push(cut);
+                out.ends.push(end);
+                out.index.push(index);
+            }
+        }
+    }
+    out
 }
 
 /// Generic services that a more specific row for the same prefix should win over.
@@ -107,30 +198,19 @@ impl Table {
         ranges.dedup_by(|later, first| {
             later.net == first.net && later.vendor == first.vendor && later.region == first.region
         });
-        let mut v4: BTreeMap<u8, FxHashMap<u32, usize>> = BTreeMap::new();
-        let mut v6: BTreeMap<u8, FxHashMap<u128, usize>> = BTreeMap::new();
-        for (i, r) in ranges.iter().enumerate() {
-            match r.net {
-                // The first row for a prefix wins (vendors and regions in a fixed order).
-                IpNet::V4(n) => {
-                    v4.entry(n.prefix_len())
-                        .or_default()
-                        .entry(u32::from(n.network()))
-                        .or_insert(i);
-                }
-                IpNet::V6(n) => {
-                    v6.entry(n.prefix_len())
-                        .or_default()
-                        .entry(u128::from(n.network()))
-                        .or_insert(i);
-                }
-            }
-        }
+        let v4 = intervals(ranges.iter().enumerate().filter_map(|(i, r)| match r.net {
+            IpNet::V4(n) => Some((u32::from(n.network()), u32::from(n.broadcast()), n.prefix_len(), i)),
+            IpNet::V6(_) => None,
+        }));
+        let v6 = intervals(ranges.iter().enumerate().filter_map(|(i, r)| match r.net {
+            IpNet::V6(n) => Some((u128::from(n.network()), u128::from(n.broadcast()), n.prefix_len(), i)),
+            IpNet::V4(_) => None,
+        }));
         Table {
             date: date.to_string(),
             ranges,
-            v4: v4.into_iter().rev().collect(),
-            v6: v6.into_iter().rev().collect(),
+            v4,
+            v6,
         }
     }
 
@@ -139,29 +219,17 @@ impl Table {
         &self.ranges
     }
 
-    /// The longest published prefix that holds `ip`.
+    /// The longest published prefix that holds `ip`: one binary search over disjoint intervals.
     pub fn lookup(&self, ip: IpAddr) -> Option<&Range> {
-        match ip {
-            IpAddr::V4(a) => {
-                let bits = u32::from(a);
-                self.v4.iter().find_map(|(len, map)| {
-                    let mask = if *len == 0 { 0 } else { u32::MAX << (32 - len) };
-                    map.get(&(bits & mask))
-                })
-            }
-            IpAddr::V6(a) => {
+        let index = match ip {
+            IpAddr::V4(a) => self.v4.find(u32::from(a)),
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
                 // An IPv4-mapped address is looked up as IPv4.
-                if let Some(v4) = a.to_ipv4_mapped() {
-                    return self.lookup(IpAddr::V4(v4));
-                }
-                let bits = u128::from(a);
-                self.v6.iter().find_map(|(len, map)| {
-                    let mask = if *len == 0 { 0 } else { u128::MAX << (128 - len) };
-                    map.get(&(bits & mask))
-                })
-            }
-        }
-        .map(|i| &self.ranges[*i])
+                Some(v4) => self.v4.find(u32::from(v4)),
+                None => self.v6.find(u128::from(a)),
+            },
+        }?;
+        self.ranges.get(index)
     }
 
     /// The snapshot encoding (see [`Table::decode`]).
@@ -326,6 +394,72 @@ pub fn active() -> Result<&'static Table, String> {
 
 #[cfg(test)]
 mod tests {
+    /// The lookup before intervals: one hash map per prefix length, longest first; the first
+    /// row for a prefix wins. The reference the interval lookup must agree with.
+    fn reference(table: &Table, ip: IpAddr) -> Option<usize> {
+        let ip = match ip {
+            IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let mut best: Option<(u8, usize)> = None;
+        for (i, r) in table.ranges().iter().enumerate() {
+            if r.net.contains(&ip) && best.is_none_or(|(len, _)| r.net.prefix_len() > len) {
+                best = Some((r.net.prefix_len(), i));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
+    #[test]
+    fn interval_lookup_agrees_with_longest_prefix_match_at_every_boundary() {
+        let table = builtin();
+        let index_of = |r: Option<&Range>| r.map(|r| r as *const Range as usize - table.ranges().as_ptr() as usize);
+        let size = std::mem::size_of::<Range>();
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut checked = 0;
+        for r in table.ranges().iter().step_by(197) {
+            let (first, last) = match r.net {
+                IpNet::V4(n) => (u128::from(u32::from(n.network())), u128::from(u32::from(n.broadcast()))),
+                IpNet::V6(n) => (u128::from(n.network()), u128::from(n.broadcast())),
+            };
+            for a in [
+                first,
+                last,
+                first.wrapping_sub(1),
+                last.wrapping_add(1),
+                first + (last - first) / 2,
+            ] {
+                let ip = if r.net.addr().is_ipv4() {
+                    IpAddr::from(std::net::Ipv4Addr::from(a as u32))
+                } else {
+                    IpAddr::from(std::net::Ipv6Addr::from(a))
+                };
+                assert_eq!(
+                    index_of(table.lookup(ip)).map(|b| b / size),
+                    reference(table, ip),
+                    "{ip}"
+                );
+                checked += 1;
+            }
+        }
+        for _ in 0..200 {
+            for ip in [
+                IpAddr::from(std::net::Ipv4Addr::from(rng.u32(..))),
+                IpAddr::from(std::net::Ipv6Addr::from(
+                    rng.u128(..) & !(0xffff_u128 << 112) | (0x2600_u128 << 112),
+                )),
+            ] {
+                assert_eq!(
+                    index_of(table.lookup(ip)).map(|b| b / size),
+                    reference(table, ip),
+                    "{ip}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
     use super::*;
 
     fn range(cidr: &str, vendor: Vendor, region: Option<&str>, service: &str) -> Range {
