@@ -6,7 +6,7 @@
 pub mod command;
 pub mod sources;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::OnceLock;
 
@@ -130,7 +130,7 @@ fn intervals<T: Addr>(prefixes: impl IntoIterator<Item = (T, T, u8, usize)>) -> 
         .into_iter()
         .map(|(net, last, len, i)| (net, len, last, i))
         .collect();
-    sorted.sort_by(|a, b| (a.0, a.1, a.3).cmp(&(b.0, b.1, b.3)));
+    sorted.sort_by_key(|a| (a.0, a.1, a.3));
     sorted.dedup_by(|later, first| (later.0, later.1) == (first.0, first.1));
     let mut cuts: Vec<T> = Vec::with_capacity(sorted.len() * 2);
     for &(net, _, last, _) in &sorted {
