@@ -167,6 +167,7 @@ async fn query_lists_region_hints_and_generated_configuration_imports_cleanly() 
             &format!("list \"locality_region_hint\" \"zone\" {{\n  provider         = locality\n  include_resource = true\n\n  config {{\n    zone_id = \"{}\"\n  }}\n}}\n", cf::ZONE),
         );
         let out = tf.ok(&["query"]);
+        eprintln!("terraform query:\n{out}"); // shown with --nocapture
         for line in ["198.51.100.10 → aws:us-east-1", "2001:db8::7 → gcp:asia-northeast1", "198.51.100.11 → azure:japaneast"] {
             assert!(out.contains(line), "{line} in\n{out}");
         }
