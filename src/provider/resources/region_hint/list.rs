@@ -3,11 +3,9 @@
 
 use async_trait::async_trait;
 
-use super::{is_zone_id, RegionHint, RegionHintModel};
+use super::{check_zone_id, RegionHint, RegionHintModel};
 use crate::provider::ProviderData;
-use crate::tfplugin::{
-    Attribute, AttributePath, Block, Context, Diagnostic, Diagnostics, Field, ListResource, Listed, Schema,
-};
+use crate::tfplugin::{Attribute, Block, Context, Diagnostic, Diagnostics, Field, ListResource, Listed, Schema};
 
 crate::model! {
     /// The `config` block of a `list "locality_region_hint"` block.
@@ -43,15 +41,7 @@ impl ListResource<ProviderData> for RegionHint {
     }
 
     fn validate_list(&self, config: &RegionHintListConfig, diags: &mut Diagnostics) {
-        if let Some(zone) = config.zone_id.get() {
-            if !is_zone_id(zone) {
-                diags.attribute_error(
-                    AttributePath::root("zone_id"),
-                    "Invalid zone ID",
-                    format!("{zone:?} is not a Cloudflare zone ID: 32 lowercase hexadecimal characters."),
-                );
-            }
-        }
+        check_zone_id(config.zone_id.get(), diags);
     }
 
     async fn list(

@@ -44,6 +44,17 @@ pub(crate) fn suggestions(word: &str, candidates: &[&str]) -> String {
     }
 }
 
+/// Reports a `zone_id` that is not a zone ID (unknown values pass).
+pub(crate) fn check_zone_id(zone: Option<&String>, diags: &mut Diagnostics) {
+    if let Some(zone) = zone.filter(|z| !is_zone_id(z)) {
+        diags.attribute_error(
+            AttributePath::root("zone_id"),
+            "Invalid zone ID",
+            format!("{zone:?} is not a Cloudflare zone ID: 32 lowercase hexadecimal characters, as shown on the zone's Overview page."),
+        );
+    }
+}
+
 /// A string an `import { identity = {...} }` must give.
 pub(crate) fn required_identity<'a>(identity: &'a Value, name: &str) -> Result<&'a str, Diagnostic> {
     identity_string(identity, name).ok_or_else(|| {
@@ -109,15 +120,7 @@ impl Resource<ProviderData> for RegionHint {
     }
 
     fn validate(&self, config: &RegionHintModel, diags: &mut Diagnostics) {
-        if let Some(zone) = config.zone_id.get() {
-            if !is_zone_id(zone) {
-                diags.attribute_error(
-                    AttributePath::root("zone_id"),
-                    "Invalid zone ID",
-                    format!("{zone:?} is not a Cloudflare zone ID: 32 lowercase hexadecimal characters, as shown on the zone's Overview page."),
-                );
-            }
-        }
+        check_zone_id(config.zone_id.get(), diags);
         if let Some(ip) = config.origin_ip.get() {
             if canonical_ip(ip).is_none() {
                 diags.attribute_error(

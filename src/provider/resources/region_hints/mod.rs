@@ -19,7 +19,7 @@ pub use desired::{desired, parse_hint, Wanted};
 pub use model::RegionHintsModel;
 pub use schema::{identity_schema, schema};
 
-use super::region_hint::{is_zone_id, required_identity, suggestions};
+use super::region_hint::{check_zone_id, is_zone_id, required_identity, suggestions};
 use crate::provider::cloudflare::{Mapping, Owner, Support, SyncError, Zones};
 use crate::provider::ProviderData;
 use crate::ranges;
@@ -62,15 +62,7 @@ impl Resource<ProviderData> for RegionHints {
     }
 
     fn validate(&self, config: &RegionHintsModel, diags: &mut Diagnostics) {
-        if let Some(zone) = config.zone_id.get() {
-            if !is_zone_id(zone) {
-                diags.attribute_error(
-                    AttributePath::root("zone_id"),
-                    "Invalid zone ID",
-                    format!("{zone:?} is not a Cloudflare zone ID: 32 lowercase hexadecimal characters, as shown on the zone's Overview page."),
-                );
-            }
-        }
+        check_zone_id(config.zone_id.get(), diags);
         desired(config, ranges::active(), diags);
     }
 
