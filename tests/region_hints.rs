@@ -450,3 +450,32 @@ async fn origins_follow_the_official_range_files() {
     .await
     .unwrap();
 }
+
+/// An IP moved from a destroyed `locality_region_hint` into the zone-wide resource in one
+/// apply keeps its mapping, whichever of the two changes Terraform runs first (the zone-wide
+/// resource adopts it; the delete sees it taken), and the next plan is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moving_an_ip_into_the_zone_wide_resource_in_one_apply_keeps_the_mapping() {
+    with_fake(|fake, tf| {
+        let single = format!("\nresource \"locality_region_hint\" \"one\" {{\n  zone_id   = \"{ZONE}\"\n  origin_ip = \"192.0.2.50\"\n  vendor    = \"aws\"\n  region    = \"us-east-1\"\n}}\n");
+        let zone_wide = |with_moved: bool| {
+            let moved = if with_moved { "    \"192.0.2.50\" = \"aws:us-east-1\"\n" } else { "" };
+            format!("\nresource \"locality_region_hints\" \"zone\" {{\n  zone_id = \"{ZONE}\"\n  hints = {{\n    \"192.0.2.51\" = \"aws:us-west-2\"\n{moved}  }}\n}}\n")
+        };
+        for round in 0..4 {
+            tf.write("main.tf", &format!("{}{}{single}", provider(&fake), zone_wide(false)));
+            tf.ok(&["apply", "-auto-approve"]);
+            tf.write("main.tf", &format!("{}{}", provider(&fake), zone_wide(true)));
+            tf.ok(&["apply", "-auto-approve"]);
+            assert_eq!(
+                fake.mappings().get("192.0.2.50").map(|m| m.1.as_str()),
+                Some("us-east-1"),
+                "round {round}"
+            );
+            tf.assert_no_changes();
+            tf.ok(&["destroy", "-auto-approve"]);
+            assert!(fake.mappings().is_empty());
+        }
+    })
+    .await;
+}

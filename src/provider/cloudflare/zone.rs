@@ -94,6 +94,9 @@ pub struct Zones {
     deletes: Mutex<HashMap<String, Waiting<String, ()>>>,
     /// What the resources planned in this process manage, per zone.
     planned: Mutex<HashMap<String, ZonePlan>>,
+    /// Per zone: zone-wide writes hold it exclusively, single-hint deletes shared (see
+    /// [`Zones::exclusive`]).
+    locks: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
 }
 
 /// Which kind of resource manages an IP (for reporting two resources that manage one IP).
@@ -126,6 +129,7 @@ impl Zones {
             puts: Mutex::default(),
             deletes: Mutex::default(),
             planned: Mutex::default(),
+            locks: Mutex::default(),
         }
     }
 
@@ -184,6 +188,29 @@ impl Zones {
             };
         }
         Ok(all)
+    }
+
+    fn lock(&self, zone: &str) -> Arc<tokio::sync::RwLock<()>> {
+        self.locks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(zone.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// Held by a zone-wide write (listing, claims, batch writes) so that no single-hint delete
+    /// of the same zone runs in between: an IP moving from a destroyed `locality_region_hint`
+    /// into `locality_region_hints` is either deleted before the zone-wide resource lists the
+    /// zone (and written again by it) or seen as claimed by the delete (and kept).
+    pub async fn exclusive(&self, zone: &str) -> tokio::sync::OwnedRwLockWriteGuard<()> {
+        self.lock(zone).write_owned().await
+    }
+
+    /// Held by a single-hint delete from its claim check to its end; many at once (they are
+    /// batched together).
+    pub async fn shared(&self, zone: &str) -> tokio::sync::OwnedRwLockReadGuard<()> {
+        self.lock(zone).read_owned().await
     }
 
     /// Whether a resource of this configuration claimed `ip` for writing in this process.

@@ -243,6 +243,12 @@ impl Resource<ProviderData> for RegionHint {
             return;
         };
         let Some(hint) = prior.hint() else { return };
+        let _no_zone_wide_write_meanwhile = zones.shared(&hint.zone).await;
+        if zones.is_claimed(&hint.zone, &hint.mapping.origin_ip) {
+            // Another resource of this run has just written this IP (it moved to that resource,
+            // or a replacement created first adopted it): it is theirs now.
+            return;
+        }
         let deleted = zones.delete(&hint.zone, hint.mapping.origin_ip.clone()).await;
         diags.check(deleted.map_err(|e| Diagnostic::from(e).context(format!("Deleting {}", hint.id()))));
     }

@@ -153,6 +153,7 @@ impl Resource<ProviderData> for RegionHints {
             return;
         };
         let Some(zone) = prior.zone_id.get() else { return };
+        let _no_single_deletes_meanwhile = zones.exclusive(zone).await;
         let live = zones.current(zone).await;
         let Some(live) = diags.check(live.map_err(|e| Diagnostic::from(e).context(format!("Listing zone {zone}"))))
         else {
@@ -237,6 +238,7 @@ async fn write(
     if diags.has_errors() {
         return None;
     }
+    let _no_single_deletes_meanwhile = zones.exclusive(&zone).await;
     let live = zones.current(&zone).await;
     let live = diags.check(live.map_err(|e| Diagnostic::from(e).context(format!("Listing zone {zone}"))))?;
     let managed: BTreeSet<String> = prior
@@ -250,7 +252,11 @@ async fn write(
     let (mut puts, mut refused) = (Vec::new(), Vec::new());
     for (ip, want) in &wanted {
         match live.get(ip) {
-            Some(have) if have.vendor == want.mapping.vendor && have.region == want.mapping.region => {}
+            // Adopted as it is; claimed all the same, so that a resource that gave it up in
+            // this run (a `locality_region_hint` being destroyed) does not delete it.
+            Some(have) if have.vendor == want.mapping.vendor && have.region == want.mapping.region => {
+                zones.claim(&zone, ip);
+            }
             Some(have) if !managed.contains(ip) && !planned.takes_over() => refused.push((want, have)),
             _ => puts.push(want.mapping.clone()),
         }
@@ -259,11 +265,13 @@ async fn write(
         refuse_takeover(&zone, &refused, diags);
         return None;
     }
-    let deletes: Vec<String> = live
+    // Mappings to remove, except those another resource of this run has just written: they
+    // moved to that resource (e.g. from `hints` to a `locality_region_hint`) and are its now.
+    let (handed_over, deletes): (Vec<String>, Vec<String>) = live
         .keys()
         .filter(|ip| !wanted.contains_key(*ip) && (planned.is_exclusive() || managed.contains(*ip)))
         .cloned()
-        .collect();
+        .partition(|ip| zones.is_claimed(&zone, ip));
     let unsupported = unsupported_regions(&zones, &zone, &puts, &wanted, diags).await;
     puts.retain(|m| !unsupported.contains(&m.origin_ip));
 
@@ -292,7 +300,7 @@ async fn write(
             let wanted_here = wanted
                 .get(*ip)
                 .is_some_and(|w| w.mapping.vendor == have.vendor && w.mapping.region == have.region);
-            wanted_here || managed.contains(*ip)
+            wanted_here || (managed.contains(*ip) && !handed_over.contains(*ip))
         })
         .map(|(ip, m)| (ip.clone(), hint_of(m)))
         .collect();
