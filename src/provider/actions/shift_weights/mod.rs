@@ -76,12 +76,15 @@ pub fn step_weights(
     k: u64,
     n: u64,
 ) -> BTreeMap<String, u32> {
+    // At least one step, and never past the last (steps are 1..=MAX_STEPS once validated).
+    let n = i64::try_from(n.clamp(1, MAX_STEPS)).unwrap_or(1);
+    let k = i64::try_from(k).unwrap_or(n).min(n);
     let mut step: BTreeMap<String, u32> = target
         .iter()
         .map(|(name, &t)| {
             let c = i64::from(current.get(name).copied().unwrap_or(0));
             let t = i64::from(t);
-            let value = c + ((t - c) * k as i64 + (n as i64 / 2)).div_euclid(n as i64);
+            let value = c + ((t - c) * k + n / 2).div_euclid(n);
             (name.clone(), u32::try_from(value.clamp(0, 1000)).unwrap_or(0))
         })
         .collect();

@@ -44,6 +44,11 @@ pub(crate) fn suggestions(word: &str, candidates: &[&str]) -> String {
     }
 }
 
+/// Why `text` is refused as an origin IP.
+pub(crate) fn not_an_ip(text: &str) -> String {
+    format!("{text:?} is not an IPv4 or IPv6 address (no port, brackets, zone index or leading zeros), e.g. \"192.0.2.1\" or \"2001:db8::1\".")
+}
+
 /// Reports a `zone_id` that is not a zone ID (unknown values pass).
 pub(crate) fn check_zone_id(zone: Option<&String>, diags: &mut Diagnostics) {
     if let Some(zone) = zone.filter(|z| !is_zone_id(z)) {
@@ -123,11 +128,7 @@ impl Resource<ProviderData> for RegionHint {
         check_zone_id(config.zone_id.get(), diags);
         if let Some(ip) = config.origin_ip.get() {
             if canonical_ip(ip).is_none() {
-                diags.attribute_error(
-                    AttributePath::root("origin_ip"),
-                    "Invalid IP address",
-                    format!("{ip:?} is not an IPv4 or IPv6 address (no port, brackets, zone index or leading zeros), e.g. \"192.0.2.1\" or \"2001:db8::1\"."),
-                );
+                diags.attribute_error(AttributePath::root("origin_ip"), "Invalid IP address", not_an_ip(ip));
             }
         }
         let vendor = config.vendor.get().map(|v| v.to_ascii_lowercase());

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use super::RegionHintsModel;
 use crate::provider::cloudflare::{canonical_ip, Mapping};
-use crate::provider::resources::region_hint::{region_problem, vendor_problem};
+use crate::provider::resources::region_hint::{not_an_ip, region_problem, vendor_problem};
 use crate::ranges::Table;
 use crate::tfplugin::{AttributePath, Diagnostics};
 
@@ -68,11 +68,7 @@ pub fn desired(
     for (key, value) in &hints {
         let path = AttributePath::root("hints").key(key);
         let Some(ip) = canonical_ip(key) else {
-            diags.attribute_error(
-                path,
-                "Invalid IP address",
-                format!("{key:?} is not an IPv4 or IPv6 address (no port, brackets, zone index or leading zeros), e.g. \"192.0.2.1\" or \"2001:db8::1\"."),
-            );
+            diags.attribute_error(path, "Invalid IP address", not_an_ip(key));
             continue;
         };
         if let Some(first) = seen.get(&ip) {
@@ -110,11 +106,7 @@ pub fn desired(
             continue;
         };
         let Some(ip) = canonical_ip(text) else {
-            diags.attribute_error(
-                path,
-                "Invalid IP address",
-                format!("{text:?} is not an IPv4 or IPv6 address (no port, brackets, zone index or leading zeros)."),
-            );
+            diags.attribute_error(path, "Invalid IP address", not_an_ip(text));
             continue;
         };
         if let Some(first) = seen.get(&ip) {

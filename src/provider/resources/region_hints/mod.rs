@@ -416,7 +416,11 @@ fn report_failures(
         );
     }
     if failed.len() > ITEM_DIAGNOSTICS {
-        let rest: Vec<&str> = failed[ITEM_DIAGNOSTICS..].iter().map(|(ip, _)| ip.as_str()).collect();
+        let rest: Vec<&str> = failed
+            .iter()
+            .skip(ITEM_DIAGNOSTICS)
+            .map(|(ip, _)| ip.as_str())
+            .collect();
         diags.error(
             format!("{} more region hints failed", rest.len()),
             format!("Zone {zone}: {}.", rest.join(", ")),
