@@ -387,6 +387,101 @@ async fn plans_pass_private_state_and_unknown_types_are_diagnostics() {
     );
 }
 
+/// The server declares `get_provider_schema_optional`, so Terraform fetches the schema from one
+/// process per command and reuses it: every call must work in a process that never answered
+/// GetProviderSchema.
+#[tokio::test]
+async fn a_process_that_never_sent_its_schema_serves_every_call() {
+    let (addr, _stop) = start_server().await;
+    let mut c = client(addr).await;
+    let ok = |diags: &[pb::Diagnostic]| assert!(diags.is_empty(), "{diags:?}");
+    ok(&c
+        .validate_provider_config(pb::validate_provider_config::Request {
+            // The provider's schema is an empty block.
+            config: Some(pb::DynamicValue {
+                msgpack: encode_msgpack(
+                    &Value::Object(Default::default()),
+                    &Type::object(Vec::<(String, Type)>::new()),
+                ),
+                json: Vec::new(),
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .diagnostics);
+    ok(&c
+        .configure_provider(pb::configure_provider::Request::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .diagnostics);
+    let config = Probe
+        .schema()
+        .block
+        .conform(&Value::object([("number", Value::from(7i64))]));
+    ok(&c
+        .validate_resource_config(pb::validate_resource_config::Request {
+            type_name: "locality_probe".into(),
+            config: dv(&config),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .diagnostics);
+    let plan = c
+        .plan_resource_change(pb::plan_resource_change::Request {
+            type_name: "locality_probe".into(),
+            prior_state: dv(&Value::Null),
+            proposed_new_state: dv(&config),
+            config: dv(&config),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    ok(&plan.diagnostics);
+    let applied = c
+        .apply_resource_change(pb::apply_resource_change::Request {
+            type_name: "locality_probe".into(),
+            prior_state: dv(&Value::Null),
+            planned_state: plan.planned_state,
+            config: dv(&config),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    ok(&applied.diagnostics);
+    let state = decode_msgpack(&applied.new_state.clone().unwrap().msgpack, &probe_type()).unwrap();
+    assert_eq!(state.get("id").as_str(), Some("probe"));
+    assert_eq!(state.get("echo_number").as_number().unwrap().as_str(), "7");
+    let read = c
+        .read_resource(pb::read_resource::Request {
+            type_name: "locality_probe".into(),
+            current_state: applied.new_state,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    ok(&read.diagnostics);
+    assert_eq!(
+        decode_msgpack(&read.new_state.unwrap().msgpack, &probe_type()).unwrap(),
+        state
+    );
+
+    // And it says so in the schema it does send.
+    let schema = client(addr)
+        .await
+        .get_provider_schema(pb::get_provider_schema::Request {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(schema.server_capabilities.unwrap().get_provider_schema_optional);
+}
+
 #[tokio::test]
 async fn messages_over_four_mebibytes_are_accepted() {
     let (addr, _stop) = start_server().await;

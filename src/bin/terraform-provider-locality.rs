@@ -5,13 +5,12 @@
 use std::process::ExitCode;
 
 use locality::provider::{LocalityProvider, SOURCE_ADDRESS};
-use locality::tfplugin::{logging, serve, ServeOptions};
+use locality::tfplugin::{logging, run, ServeOptions};
 
 /// The version, as in Cargo.toml (and in the release archives' names).
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--version" || a == "-version") {
         #[allow(clippy::print_stdout)] // asked for on the command line, not under Terraform
@@ -23,12 +22,11 @@ async fn main() -> ExitCode {
     logging::init("provider.terraform-provider-locality");
     tracing::info!(version = VERSION, "terraform-provider-locality {VERSION} starting");
     let debug = args.iter().any(|a| a == "--debug" || a == "-debug");
-    serve(
-        LocalityProvider,
+    run(
+        || LocalityProvider,
         ServeOptions {
             address: SOURCE_ADDRESS,
             debug,
         },
     )
-    .await
 }

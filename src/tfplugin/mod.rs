@@ -6,7 +6,7 @@
 //!   [`model`]s (three-state [`Field`]s) converted from and to values in one place;
 //! - [`identity`], [`ListResource`], [`Action`]: resource identity, `terraform query` list
 //!   resources and actions (protocol 6.9/6.10, Terraform 1.12+);
-//! - [`serve`]: the handshake, TLS and the gRPC server.
+//! - [`run`]: the handshake, TLS and the gRPC server.
 //!
 //! This module never imports from `crate::provider` or `crate::generator`.
 
@@ -32,7 +32,7 @@ pub use identity::{identity_string, IdentityAttribute, IdentitySchema};
 pub use list::{list_resource, DynamicListResource, ListResource, ListResult, Listed};
 pub use model::{Field, Model, Set};
 pub use schema::{Attribute, Block, NestedBlock, Nesting, Schema};
-pub use server::{serve, serve_plaintext, ServeOptions, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};
+pub use server::{run, serve_plaintext, ServeOptions, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};
 pub use service::ProviderService;
 pub use traits::{
     data_source, resource, Context, DataSource, DynamicDataSource, DynamicResource, PlanRequest, Provider, Resource,

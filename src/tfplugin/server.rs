@@ -33,64 +33,87 @@ pub struct ServeOptions {
 }
 
 /// Runs a provider process until Terraform shuts it down. Returns the process exit code.
-pub async fn serve<P: Provider>(provider: P, options: ServeOptions) -> ExitCode {
+///
+/// Everything Terraform waits for comes first, on the calling thread: the checks, the
+/// listener, the TLS identity and the handshake line. The async runtime and the provider's
+/// service (its schemas) are built after the line is out, while Terraform dials and runs its
+/// TLS handshake; the connection waits in the listen backlog meanwhile. Call it from a plain
+/// `main`, not from inside a runtime.
+pub fn run<P: Provider>(provider: impl FnOnce() -> P, options: ServeOptions) -> ExitCode {
     if options.debug {
-        return serve_debug(provider, options.address).await;
+        return match runtime() {
+            Ok(rt) => rt.block_on(serve_debug(provider(), options.address)),
+            Err(e) => exit_with(&format!("cannot start the async runtime: {e}")),
+        };
     }
     if std::env::var(MAGIC_COOKIE_KEY).as_deref() != Ok(MAGIC_COOKIE_VALUE) {
-        super::logging::eprint_plain(&format!(
+        return exit_with(&format!(
             "This binary is a plugin for Terraform ({}). It is not meant to be run directly:\n\
              Terraform starts it when a configuration uses the provider.\n\
              To debug it, run it with --debug and follow the instructions it prints.",
             options.address
         ));
-        return ExitCode::from(1);
     }
     let versions = std::env::var("PLUGIN_PROTOCOL_VERSIONS").unwrap_or_default();
     if !versions.split(',').any(|v| v.trim() == "6") {
-        super::logging::eprint_plain(&format!(
+        return exit_with(&format!(
             "This provider speaks plugin protocol 6 only; Terraform offered {versions:?}. Use Terraform 1.0 or newer."
         ));
-        return ExitCode::from(1);
     }
-    ignore_interrupts();
-
-    let listener = match bind_in_plugin_range().await {
+    let listener = match bind_in_plugin_range().and_then(|l| l.set_nonblocking(true).map(|()| l)) {
         Ok(l) => l,
-        Err(e) => {
-            super::logging::eprint_plain(&format!("cannot listen on 127.0.0.1: {e}"));
-            return ExitCode::from(1);
-        }
+        Err(e) => return exit_with(&format!("cannot listen on 127.0.0.1: {e}")),
     };
-    let addr = listener.local_addr().expect("bound listener has an address");
-    let shutdown = CancellationToken::new();
-    let router = router(provider, shutdown.clone());
-
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return exit_with(&format!("cannot listen on 127.0.0.1: {e}")),
+    };
     let client_cert = std::env::var("PLUGIN_CLIENT_CERT").ok().filter(|c| !c.is_empty());
-    let served = match client_cert {
-        Some(pem) => {
-            let identity = match server_identity(&pem) {
-                Ok(i) => i,
-                Err(e) => {
-                    super::logging::eprint_plain(&format!("cannot set up TLS: {e}"));
-                    return ExitCode::from(1);
-                }
-            };
-            handshake(addr, Some(&identity.certificate_der));
-            let incoming = tls_incoming(listener, tokio_rustls::TlsAcceptor::from(identity.config));
-            tokio::spawn(router.serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned()))
-        }
-        None => {
-            // TF_DISABLE_PLUGIN_TLS: Terraform speaks plaintext and passes no certificate.
-            handshake(addr, None);
-            tokio::spawn(router.serve_with_incoming_shutdown(no_delay(listener), shutdown.clone().cancelled_owned()))
-        }
+    let identity = match client_cert.as_deref().map(server_identity).transpose() {
+        Ok(i) => i,
+        Err(e) => return exit_with(&format!("cannot set up TLS: {e}")),
     };
-    shutdown.cancelled().await;
-    // Give the Shutdown reply a moment to leave, then exit without waiting for Terraform to
-    // hang up: it waits for our exit, not for a graceful close.
-    let _ = tokio::time::timeout(Duration::from_millis(50), served).await;
-    ExitCode::SUCCESS
+    handshake(addr, identity.as_ref().map(|i| i.certificate_der.as_slice()));
+
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return exit_with(&format!("cannot start the async runtime: {e}")),
+    };
+    rt.block_on(async move {
+        ignore_interrupts();
+        let listener = match TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => return exit_with(&format!("cannot listen on 127.0.0.1: {e}")),
+        };
+        let shutdown = CancellationToken::new();
+        let router = router(provider(), shutdown.clone());
+        let served = match identity {
+            Some(identity) => {
+                let incoming = tls_incoming(listener, tokio_rustls::TlsAcceptor::from(identity.config));
+                tokio::spawn(router.serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned()))
+            }
+            // TF_DISABLE_PLUGIN_TLS: Terraform speaks plaintext and passes no certificate.
+            None => tokio::spawn(
+                router.serve_with_incoming_shutdown(no_delay(listener), shutdown.clone().cancelled_owned()),
+            ),
+        };
+        shutdown.cancelled().await;
+        // Give the Shutdown reply a moment to leave, then exit without waiting for Terraform to
+        // hang up: it waits for our exit, not for a graceful close.
+        let _ = tokio::time::timeout(Duration::from_millis(50), served).await;
+        ExitCode::SUCCESS
+    })
+}
+
+/// The multi-threaded runtime every provider process serves on.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+}
+
+/// Says why the process cannot serve, on stderr (Terraform shows it), and gives exit code 1.
+fn exit_with(message: &str) -> ExitCode {
+    super::logging::eprint_plain(message);
+    ExitCode::from(1)
 }
 
 fn router<P: Provider>(provider: P, shutdown: CancellationToken) -> tonic::transport::server::Router {
@@ -127,7 +150,9 @@ fn ignore_interrupts() {
     }
 }
 
-async fn bind_in_plugin_range() -> std::io::Result<TcpListener> {
+/// Binds 127.0.0.1 on a port in Terraform's PLUGIN_MIN_PORT..=PLUGIN_MAX_PORT (any port when
+/// they are unset).
+fn bind_in_plugin_range() -> std::io::Result<std::net::TcpListener> {
     let min: u16 = std::env::var("PLUGIN_MIN_PORT")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -137,7 +162,7 @@ async fn bind_in_plugin_range() -> std::io::Result<TcpListener> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     if min == 0 || max < min {
-        return TcpListener::bind("127.0.0.1:0").await;
+        return std::net::TcpListener::bind("127.0.0.1:0");
     }
     // Start at a pid-dependent port so that parallel providers rarely collide.
     let span = u32::from(max - min) + 1;
@@ -145,7 +170,7 @@ async fn bind_in_plugin_range() -> std::io::Result<TcpListener> {
     let mut last_error = None;
     for i in 0..span {
         let port = min + ((offset + i) % span) as u16;
-        match TcpListener::bind(("127.0.0.1", port)).await {
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
             Ok(l) => return Ok(l),
             Err(e) => last_error = Some(e),
         }

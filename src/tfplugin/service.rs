@@ -254,7 +254,7 @@ impl<P: Provider> ProviderService<P> {
 fn capabilities() -> pb::ServerCapabilities {
     pb::ServerCapabilities {
         plan_destroy: false,
-        get_provider_schema_optional: false,
+        get_provider_schema_optional: true,
         move_resource_state: false,
         generate_resource_config: false,
     }
