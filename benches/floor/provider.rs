@@ -13,7 +13,10 @@
 //!   sensitive `document`, descriptions);
 //! - `locality_floor_zrm_plain`: the same with `document` not sensitive;
 //! - `locality_floor_zrm_nested`: the same with nested attributes instead of blocks;
-//! - `locality_floor_zrm_nodesc`: the same without descriptions.
+//! - `locality_floor_zrm_nodesc`: the same without descriptions;
+//! - `locality_floor_zrm_nocomputed`: the same without its computed attributes but `id`;
+//! - `locality_floor_big`: the minimal schema plus a computed `output` of 1,000 bytes, the
+//!   state size of `locality_zone_replica_map` with 3 attributes instead of 13.
 //!
 //! `LOCALITY_FLOOR_ONLY=1` serves the floor resources alone (a small provider schema).
 
@@ -35,7 +38,8 @@ struct Floor {
     schema: fn() -> Schema,
 }
 
-/// Fills every unknown top-level attribute with a value of its type (what a create returns).
+/// Fills every unknown top-level attribute with a value of its type (what a create returns);
+/// `output` gets 1,000 bytes.
 fn fill(schema: &Schema, planned: &Value) -> Value {
     let mut state = planned.clone();
     for attribute in &schema.block.attributes {
@@ -43,6 +47,7 @@ fn fill(schema: &Schema, planned: &Value) -> Value {
             continue;
         }
         let value = match attribute.value_type() {
+            Type::String if attribute.name == "output" => Value::string("o".repeat(1000)),
             Type::String => Value::string(format!("{}-of-the-floor-resource", attribute.name)),
             Type::Map(_) => Value::Map([("ap-northeast-1a".to_string(), Value::string("node-1.example:6379"))].into()),
             Type::List(_) => Value::List(Vec::new()),
@@ -89,6 +94,21 @@ fn minimal() -> Schema {
             .attribute(Attribute::string("id").computed().use_state_for_unknown())
             .attribute(Attribute::string("input").optional()),
     }
+}
+
+fn big() -> Schema {
+    let mut schema = minimal();
+    schema.block = schema.block.attribute(Attribute::string("output").computed());
+    schema
+}
+
+fn zrm_nocomputed() -> Schema {
+    let mut schema = zone_replica_map::schema();
+    schema
+        .block
+        .attributes
+        .retain(|a| a.name == "id" || a.optional || a.required);
+    schema
 }
 
 fn zrm_plain() -> Schema {
@@ -141,6 +161,8 @@ fn floors() -> Vec<Arc<dyn DynamicResource<ProviderData>>> {
         floor("locality_floor_zrm_plain", zrm_plain),
         floor("locality_floor_zrm_nested", zrm_nested),
         floor("locality_floor_zrm_nodesc", zrm_nodesc),
+        floor("locality_floor_zrm_nocomputed", zrm_nocomputed),
+        floor("locality_floor_big", big),
     ]
 }
 

@@ -48,6 +48,8 @@ KINDS = [
     ("locality_floor_zrm_plain", "floor", "locality_floor_zrm_plain", ZRM_BLOCKS),
     ("locality_floor_zrm_nested", "floor", "locality_floor_zrm_nested", ZRM_NESTED),
     ("locality_floor_zrm_nodesc", "floor", "locality_floor_zrm_nodesc", ZRM_BLOCKS),
+    ("locality_floor_zrm_nocomputed", "floor", "locality_floor_zrm_nocomputed", ZRM_BLOCKS),
+    ("locality_floor_big", "floor", "locality_floor_big", 'resource "locality_floor_big" "f{i}" {{\n  input = "node-{i}.example:6379"\n}}\n'),
     ("locality_zone_replica_map", "release", "locality_zone_replica_map", ZRM_BLOCKS),
 ]
 

@@ -6,6 +6,7 @@
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -34,11 +35,11 @@ pub struct ServeOptions {
 
 /// Runs a provider process until Terraform shuts it down. Returns the process exit code.
 ///
-/// Everything Terraform waits for comes first, on the calling thread: the checks, the
-/// listener, the TLS identity and the handshake line. The async runtime and the provider's
-/// service (its schemas) are built after the line is out, while Terraform dials and runs its
-/// TLS handshake; the connection waits in the listen backlog meanwhile. Call it from a plain
-/// `main`, not from inside a runtime.
+/// Only what the handshake needs comes before the handshake line, on the calling thread:
+/// SIGINT ignored, the checks, the listener and the TLS identity. The async runtime and the
+/// provider's service (its schemas) are built after the line is out, while Terraform dials and
+/// runs its TLS handshake; the connection waits in the listen backlog meanwhile. Call it from a
+/// plain `main`, not from inside a runtime.
 pub fn run<P: Provider>(provider: impl FnOnce() -> P, options: ServeOptions) -> ExitCode {
     if options.debug {
         return match runtime() {
@@ -60,6 +61,9 @@ pub fn run<P: Provider>(provider: impl FnOnce() -> P, options: ServeOptions) -> 
             "This provider speaks plugin protocol 6 only; Terraform offered {versions:?}. Use Terraform 1.0 or newer."
         ));
     }
+    if let Err(e) = ignore_interrupts() {
+        return exit_with(&format!("cannot ignore SIGINT: {e}"));
+    }
     let listener = match bind_in_plugin_range().and_then(|l| l.set_nonblocking(true).map(|()| l)) {
         Ok(l) => l,
         Err(e) => return exit_with(&format!("cannot listen on 127.0.0.1: {e}")),
@@ -80,7 +84,6 @@ pub fn run<P: Provider>(provider: impl FnOnce() -> P, options: ServeOptions) -> 
         Err(e) => return exit_with(&format!("cannot start the async runtime: {e}")),
     };
     rt.block_on(async move {
-        ignore_interrupts();
         let listener = match TcpListener::from_std(listener) {
             Ok(l) => l,
             Err(e) => return exit_with(&format!("cannot listen on 127.0.0.1: {e}")),
@@ -138,16 +141,14 @@ fn handshake(addr: SocketAddr, certificate_der: Option<&[u8]>) {
     let _ = stdout.flush();
 }
 
+/// Set by SIGINT; nothing reads it: registering it is what keeps the signal from ending us.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// Terraform shares our process group, so a terminal Ctrl-C reaches us too; Terraform
-/// handles it by sending StopProvider, and dying here would abort applies mid-way.
-fn ignore_interrupts() {
-    if let Ok(mut sigint) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
-        tokio::spawn(async move {
-            while sigint.recv().await.is_some() {
-                tracing::info!("ignoring SIGINT; Terraform sends StopProvider to cancel work");
-            }
-        });
-    }
+/// handles it by sending StopProvider, and dying here would abort applies mid-way. Installed
+/// before the handshake line, so there is no moment when Terraform knows us and Ctrl-C kills us.
+fn ignore_interrupts() -> std::io::Result<()> {
+    signal_hook::flag::register(signal_hook::consts::SIGINT, &INTERRUPTED).map(|_| ())
 }
 
 /// Binds 127.0.0.1 on a port in Terraform's PLUGIN_MIN_PORT..=PLUGIN_MAX_PORT (any port when
