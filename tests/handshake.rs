@@ -270,6 +270,35 @@ async fn only_the_certificate_terraform_passed_with_its_key_is_accepted() {
     .unwrap();
 }
 
+/// Terraform shares its process group with providers, so a terminal Ctrl-C reaches them; the
+/// provider ignores SIGINT from before it prints the handshake line (Terraform cancels through
+/// StopProvider instead). Sent the moment the line is read, it must not end the process.
+#[tokio::test]
+async fn sigint_right_after_the_handshake_line_does_not_end_the_provider() {
+    let terraform = terraform_like_identity();
+    let mut plugin = start_plugin(Some(&terraform.pem));
+    let sent = Command::new("kill")
+        .args(["-INT", &plugin.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        plugin.child.try_wait().unwrap().is_none(),
+        "the provider exited on SIGINT"
+    );
+    let schema = get_schema(
+        &plugin,
+        ClientAuth::Cert {
+            cert_der: &terraform.der,
+            key_der: &terraform.key_der,
+        },
+    )
+    .await
+    .expect("still serves after SIGINT");
+    assert!(schema.resource_schemas.contains_key("locality_zone_replica_map"));
+}
+
 #[tokio::test]
 async fn shutdown_makes_the_process_exit() {
     // Plaintext (TF_DISABLE_PLUGIN_TLS: no PLUGIN_CLIENT_CERT) keeps this test about Shutdown.
