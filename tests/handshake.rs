@@ -27,6 +27,16 @@ struct ClientIdentity {
     key_der: Vec<u8>,
 }
 
+impl ClientIdentity {
+    /// Authenticates with this certificate and its own key.
+    fn auth(&self) -> ClientAuth<'_> {
+        ClientAuth::Cert {
+            cert_der: &self.der,
+            key_der: &self.key_der,
+        }
+    }
+}
+
 fn terraform_like_identity() -> ClientIdentity {
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap();
     let mut params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
@@ -220,15 +230,9 @@ async fn only_the_certificate_terraform_passed_with_its_key_is_accepted() {
     let terraform = terraform_like_identity();
     let plugin = start_plugin(Some(&terraform.pem));
 
-    let schema = get_schema(
-        &plugin,
-        ClientAuth::Cert {
-            cert_der: &terraform.der,
-            key_der: &terraform.key_der,
-        },
-    )
-    .await
-    .expect("Terraform's own certificate and key are accepted");
+    let schema = get_schema(&plugin, terraform.auth())
+        .await
+        .expect("Terraform's own certificate and key are accepted");
     assert!(schema.resource_schemas.contains_key("locality_zone_replica_map"));
 
     let refused = get_schema(&plugin, ClientAuth::None).await;
@@ -287,15 +291,9 @@ async fn sigint_right_after_the_handshake_line_does_not_end_the_provider() {
         plugin.child.try_wait().unwrap().is_none(),
         "the provider exited on SIGINT"
     );
-    let schema = get_schema(
-        &plugin,
-        ClientAuth::Cert {
-            cert_der: &terraform.der,
-            key_der: &terraform.key_der,
-        },
-    )
-    .await
-    .expect("still serves after SIGINT");
+    let schema = get_schema(&plugin, terraform.auth())
+        .await
+        .expect("still serves after SIGINT");
     assert!(schema.resource_schemas.contains_key("locality_zone_replica_map"));
 }
 
