@@ -4,7 +4,7 @@
 For each kind: REPS times, a fresh directory with N resources, `terraform apply` (creates N)
 then `terraform plan` (refreshes N, no changes); the wall time of the two together and the CPU
 time of terraform and its provider processes (rusage of the children). Then one more apply
-under `perf record` (when perf works) splits that CPU between the terraform process and the
++ plan under `perf record` (when perf works) splits that CPU between the terraform process and the
 provider. Prints one tab-separated line per kind:
 
     kind  median_ms  min_ms  max_ms  cpu_ms  terraform_cpu_share(or -)  state_bytes_per_instance
