@@ -35,7 +35,8 @@ use locality::tfplugin::{
 /// A resource that answers every RPC and does no work.
 struct Floor {
     name: &'static str,
-    schema: fn() -> Schema,
+    /// Built once: `fill` reads it on every create and update.
+    schema: Schema,
 }
 
 /// Fills every unknown top-level attribute with a value of its type (what a create returns);
@@ -66,13 +67,13 @@ impl DynamicResource<ProviderData> for Floor {
         self.name
     }
     fn schema(&self) -> Schema {
-        (self.schema)()
+        self.schema.clone()
     }
     async fn read(&self, _: &Context<ProviderData>, state: &Value, _: &mut Diagnostics) -> Option<Value> {
         Some(state.clone())
     }
     async fn create(&self, _: &Context<ProviderData>, planned: &Value, _: &mut Diagnostics) -> Option<Value> {
-        Some(fill(&(self.schema)(), planned))
+        Some(fill(&self.schema, planned))
     }
     async fn update(
         &self,
@@ -81,7 +82,7 @@ impl DynamicResource<ProviderData> for Floor {
         planned: &Value,
         _: &mut Diagnostics,
     ) -> Option<Value> {
-        Some(fill(&(self.schema)(), planned))
+        Some(fill(&self.schema, planned))
     }
     async fn delete(&self, _: &Context<ProviderData>, _: &Value, _: &mut Diagnostics) {}
 }
@@ -154,7 +155,9 @@ fn zrm_nodesc() -> Schema {
 }
 
 fn floors() -> Vec<Arc<dyn DynamicResource<ProviderData>>> {
-    let floor = |name, schema| Arc::new(Floor { name, schema }) as Arc<dyn DynamicResource<ProviderData>>;
+    let floor = |name, schema: fn() -> Schema| {
+        Arc::new(Floor { name, schema: schema() }) as Arc<dyn DynamicResource<ProviderData>>
+    };
     vec![
         floor("locality_floor", minimal),
         floor("locality_floor_zrm", zone_replica_map::schema),

@@ -64,12 +64,13 @@ pub fn run<P: Provider>(provider: impl FnOnce() -> P, options: ServeOptions) -> 
     if let Err(e) = ignore_interrupts() {
         return exit_with(&format!("cannot ignore SIGINT: {e}"));
     }
-    let listener = match bind_in_plugin_range().and_then(|l| l.set_nonblocking(true).map(|()| l)) {
+    let listening = bind_in_plugin_range().and_then(|l| {
+        l.set_nonblocking(true)?;
+        let addr = l.local_addr()?;
+        Ok((l, addr))
+    });
+    let (listener, addr) = match listening {
         Ok(l) => l,
-        Err(e) => return exit_with(&format!("cannot listen on 127.0.0.1: {e}")),
-    };
-    let addr = match listener.local_addr() {
-        Ok(a) => a,
         Err(e) => return exit_with(&format!("cannot listen on 127.0.0.1: {e}")),
     };
     let client_cert = std::env::var("PLUGIN_CLIENT_CERT").ok().filter(|c| !c.is_empty());
