@@ -11,7 +11,7 @@ use common::fake_compute::{FakeCompute, TOKEN as GOOGLE_TOKEN};
 use locality::http::RetryPolicy;
 use locality::provider::cloudflare::{Cloudflare, CreateError, Mapping, Zones};
 use locality::provider::config::Secret;
-use locality::provider::google::{Compute, Polling, WeightsError};
+use locality::provider::google::{Compute, Polling, Route, UrlMapLocation, WeightsError};
 
 const PROJECT: &str = "winticket-prod";
 const MAP: &str = "web-urlmap";
@@ -45,6 +45,10 @@ fn quick_retries() -> RetryPolicy {
     }
 }
 
+fn at(name: &str) -> UrlMapLocation {
+    UrlMapLocation::global(PROJECT, name)
+}
+
 fn desired(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
     pairs.iter().map(|(k, w)| (k.to_string(), *w)).collect()
 }
@@ -58,7 +62,7 @@ async fn set_weights_changes_only_the_weights_and_is_idempotent() {
         ("web-bs", 0),
         ("projects/winticket-prod/global/backendServices/web-bs-tokyo", 100),
     ]);
-    assert!(compute.set_weights(PROJECT, MAP, &want).await.unwrap());
+    assert!(compute.set_weights(&at(MAP), &Route::Default, &want).await.unwrap());
     let weights: Vec<u64> = fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect();
     assert_eq!(weights, [0, 100, 0]);
     let after = fake.url_map(PROJECT, MAP);
@@ -77,7 +81,7 @@ async fn set_weights_changes_only_the_weights_and_is_idempotent() {
         "the operation is waited for"
     );
     // Same weights again: nothing is written.
-    assert!(!compute.set_weights(PROJECT, MAP, &want).await.unwrap());
+    assert!(!compute.set_weights(&at(MAP), &Route::Default, &want).await.unwrap());
     assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
 }
 
@@ -92,7 +96,7 @@ async fn set_weights_rereads_and_retries_on_a_stale_fingerprint() {
         }),
     ));
     assert!(compute
-        .set_weights(PROJECT, MAP, &desired(&[("web-bs", 0), ("web-bs-osaka", 100)]))
+        .set_weights(&at(MAP), &Route::Default, &desired(&[("web-bs", 0), ("web-bs-osaka", 100)]))
         .await
         .unwrap());
     let weights: Vec<u64> = fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect();
@@ -110,7 +114,7 @@ async fn set_weights_rereads_and_retries_on_a_stale_fingerprint() {
 async fn set_weights_refuses_unknown_backends_and_all_zero() {
     let (fake, compute) = compute().await;
     match compute
-        .set_weights(PROJECT, MAP, &desired(&[("web-bs", 50), ("web-bs-nagoya", 50)]))
+        .set_weights(&at(MAP), &Route::Default, &desired(&[("web-bs", 50), ("web-bs-nagoya", 50)]))
         .await
     {
         Err(WeightsError::UnknownBackends { unknown, real, .. }) => {
@@ -119,13 +123,23 @@ async fn set_weights_refuses_unknown_backends_and_all_zero() {
         }
         other => panic!("expected UnknownBackends, got {other:?}"),
     }
+    // Draining the one service that carries traffic while the others are at 0: all zero
+    // after the change, refused with every service named.
     let err = compute
-        .set_weights(PROJECT, MAP, &desired(&[("web-bs", 0)]))
+        .set_weights(&at(MAP), &Route::Default, &desired(&[("web-bs", 0)]))
         .await
         .unwrap_err();
-    assert!(matches!(err, WeightsError::AllZero { .. }), "{err:?}");
+    match &err {
+        WeightsError::AllZero { services, unlisted, .. } => {
+            assert_eq!(services, &["web-bs", "web-bs-tokyo", "web-bs-osaka"]);
+            assert_eq!(unlisted, &["web-bs-tokyo", "web-bs-osaka"]);
+        }
+        other => panic!("expected AllZero, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains("web-bs, web-bs-tokyo, web-bs-osaka"), "{message}");
     assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
-    let missing = compute.set_weights(PROJECT, "nope", &desired(&[("web-bs", 1)])).await;
+    let missing = compute.set_weights(&at("nope"), &Route::Default, &desired(&[("web-bs", 1)])).await;
     assert!(matches!(missing, Err(WeightsError::Api { .. })), "{missing:?}");
 }
 
@@ -230,7 +244,7 @@ async fn set_weights_adopts_a_write_whose_responses_were_lost() {
     let (fake, compute) = compute().await;
     fake.state.lock().unwrap().drop_after_applying = 10;
     let want = desired(&[("web-bs", 0), ("web-bs-tokyo", 100)]);
-    assert!(compute.set_weights(PROJECT, MAP, &want).await.unwrap());
+    assert!(compute.set_weights(&at(MAP), &Route::Default, &want).await.unwrap());
     let weights: Vec<u64> = fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect();
     assert_eq!(weights, [0, 100, 0]);
     let patches = fake.take_requests().iter().filter(|r| r.starts_with("PATCH")).count();
@@ -281,4 +295,110 @@ async fn a_silent_aws_endpoint_times_out() {
         "{err}"
     );
     drop(silent);
+}
+
+#[tokio::test]
+async fn draining_one_region_moves_traffic_to_the_unlisted_other() {
+    let (fake, compute) = compute().await;
+    fake.put_url_map(PROJECT, "two", &[("web-bs-tokyo", 100), ("web-bs-osaka", 100)]);
+    // Only Tokyo listed, at 0: Osaka (unlisted, 100) carries all traffic — allowed.
+    assert!(compute
+        .set_weights(&at("two"), &Route::Default, &desired(&[("web-bs-tokyo", 0)]))
+        .await
+        .unwrap());
+    let weights: Vec<u64> = fake.weights(PROJECT, "two").into_iter().map(|(_, w)| w).collect();
+    assert_eq!(weights, [0, 100]);
+}
+
+/// Every route of a URL map with path matchers and route rules, global and regional: a change
+/// to one route changes exactly its weights; every other byte of the URL map stays as it was.
+#[tokio::test]
+async fn a_path_matcher_route_changes_and_every_other_byte_stays() {
+    let (fake, compute) = compute().await;
+    let region = Some("asia-northeast1");
+    for (where_, location) in [
+        (None, at("paths")),
+        (
+            region,
+            UrlMapLocation {
+                project: PROJECT.into(),
+                region: region.map(String::from),
+                name: "paths".into(),
+            },
+        ),
+    ] {
+        fake.put_path_matcher_map(PROJECT, where_, "paths");
+        let cases = [
+            (
+                Route::PathMatcher("api".into()),
+                "/pathMatchers/0/defaultRouteAction/weightedBackendServices",
+                desired(&[("api-bs-tokyo", 0), ("api-bs-osaka", 100)]),
+            ),
+            (
+                Route::RouteRule {
+                    path_matcher: "api".into(),
+                    priority: 10,
+                },
+                "/pathMatchers/0/routeRules/0/routeAction/weightedBackendServices",
+                desired(&[("api-v2-tokyo", 30), ("api-v2-osaka", 70)]),
+            ),
+        ];
+        for (route, pointer, want) in cases {
+            let before = fake.url_map_at(PROJECT, where_, "paths");
+            assert!(compute.set_weights(&location, &route, &want).await.unwrap(), "{route}");
+            let after = fake.url_map_at(PROJECT, where_, "paths");
+            // The expected document: the one before, with only these weights and the
+            // fingerprint changed.
+            let mut expected = before.clone();
+            for entry in expected.pointer_mut(pointer).unwrap().as_array_mut().unwrap() {
+                let name = entry["backendService"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+                entry["weight"] = want[&name].into();
+            }
+            expected["fingerprint"] = after["fingerprint"].clone();
+            assert_ne!(after["fingerprint"], before["fingerprint"]);
+            assert_eq!(after, expected, "{route}: only the weights changed");
+            let requests = fake.take_requests();
+            let prefix = if where_.is_some() { "PATCH regions/asia-northeast1/urlMaps/paths" } else { "PATCH urlMaps/paths" };
+            assert_eq!(requests.iter().filter(|r| r.starts_with(prefix)).count(), 1, "{requests:?}");
+            if where_.is_some() {
+                assert!(requests.iter().any(|r| r.starts_with("GET regions/asia-northeast1/operations/")), "{requests:?}");
+            }
+        }
+        // A route that does not exist is named with the real ones.
+        let err = compute
+            .set_weights(&location, &Route::PathMatcher("web".into()), &desired(&[("x", 1)]))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("\"api\", \"static\""), "{err}");
+        let err = compute
+            .set_weights(
+                &location,
+                &Route::RouteRule {
+                    path_matcher: "api".into(),
+                    priority: 15,
+                },
+                &desired(&[("x", 1)]),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("priorities are: 10, 20"), "{err}");
+        // Route rule 20 routes to a plain service: no weighted backend services to set.
+        let err = compute
+            .set_weights(
+                &location,
+                &Route::RouteRule {
+                    path_matcher: "api".into(),
+                    priority: 20,
+                },
+                &desired(&[("legacy-bs", 1)]),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, WeightsError::NoWeightedBackends { .. }), "{err:?}");
+    }
+    // The regional and global maps of one name are different objects.
+    assert_eq!(
+        fake.weights_at(PROJECT, None, "paths", "/pathMatchers/0/defaultRouteAction/weightedBackendServices"),
+        fake.weights_at(PROJECT, region, "paths", "/pathMatchers/0/defaultRouteAction/weightedBackendServices"),
+    );
 }

@@ -104,11 +104,18 @@ async fn lifecycle_failover_drift_import_destroy() {
         assert_eq!(weights(&fake), [100, 0, 0]);
         tf.assert_no_changes();
 
-        // a console change shows as drift and apply restores it
+        // a console change shows as drift, with a warning naming the moved service, and
+        // apply restores it
         fake.set_weight(PROJECT, MAP, "web-bs-osaka", 40);
         let (code, plan) = tf.plan_exit_code();
         assert_eq!(code, 2);
         assert!(plan.contains("40 -> 0"), "{plan}");
+        let flat = plan.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("Live weights were changed outside this configuration")
+                && flat.contains("web-bs-osaka: live 40, configured 0"),
+            "{plan}"
+        );
         tf.ok(&["apply", "-auto-approve"]);
         assert_eq!(weights(&fake), [100, 0, 0]);
         tf.assert_no_changes();
@@ -153,10 +160,11 @@ async fn a_concurrent_change_between_read_and_write_is_retried() {
         tf.ok(&["apply", "-auto-approve"]);
         tf.write("main.tf", &config(&fake, OSAKA_DOWN));
         fake.take_requests();
-        // Someone changes the map right after the provider reads it for the write. `apply` first
-        // refreshes (GET 1, plan walk), then reads before writing (GET 2, apply walk).
+        // Someone changes the map right after the provider reads it for the write. `apply`
+        // refreshes (GET 1) and checks the change (GET 2) in the plan walk, checks it again as
+        // the apply walk plans (GET 3), then reads before writing (GET 4).
         fake.state.lock().unwrap().after_get = Some((
-            2,
+            4,
             Box::new(|map| {
                 map["defaultRouteAction"]["weightedBackendServices"][2]["weight"] = 5.into();
             }),
@@ -242,7 +250,6 @@ async fn bad_input_is_a_diagnostic_on_the_attribute() {
             (&[("web-bs", "1001")][..], "Invalid weight"),
             (&[("web-bs", "1.5")][..], "whole number from 0 to 1000"),
             (&[("web-bs", "-1")][..], "Invalid weight"),
-            (&[("web-bs", "0"), ("web-bs-tokyo", "0")][..], "Every weight is zero"),
             (&[("Web BS", "10")][..], "Invalid backend service"),
             (
                 &[("web-bs", "10"), ("projects/p/global/backendServices/web-bs", "5")][..],
@@ -266,11 +273,39 @@ async fn bad_input_is_a_diagnostic_on_the_attribute() {
             "{out}"
         );
 
+        // Every weighted service listed, all at 0: the configuration alone proves it, a plan error
+        // naming them. Listing some at 0 while the others are 0 live: a plan warning, then the
+        // apply is refused before anything is written, naming the unlisted ones.
+        tf.write(
+            "main.tf",
+            &config(&fake, &[("web-bs", "0"), ("web-bs-tokyo", "0"), ("web-bs-osaka", "0")]),
+        );
+        let out = flat(tf.fails(&["plan"]));
+        assert!(
+            out.contains("Every weight would be zero")
+                && out.contains("would have weight 0 (web-bs, web-bs-tokyo, web-bs-osaka)"),
+            "{out}"
+        );
+        tf.write("main.tf", &config(&fake, &[("web-bs", "0"), ("web-bs-tokyo", "0")]));
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2);
+        let plan = flat(plan);
+        assert!(
+            plan.contains("The apply will fail unless the URL map changes first")
+                && plan.contains("Not listed, and 0 now: web-bs-osaka"),
+            "{plan}"
+        );
+        fake.take_requests();
+        let out = flat(tf.fails(&["apply", "-auto-approve"]));
+        assert!(out.contains("Not listed, and 0 now: web-bs-osaka"), "{out}");
+        assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
+        assert_eq!(weights(&fake), [100, 0, 0]);
+
         // Keys that are not weighted backend services of the URL map: apply-time, with the real list.
         tf.write("main.tf", &config(&fake, &[("web-bs", "50"), ("web-bs-nagoya", "50")]));
         let out = flat(tf.fails(&["apply", "-auto-approve"]));
         assert!(
-            out.contains("\"web-bs-nagoya\" is not in the weightedBackendServices"),
+            out.contains("\"web-bs-nagoya\" is not in the weightedBackendServices of the default route"),
             "{out}"
         );
         assert!(out.contains("web-bs, web-bs-tokyo, web-bs-osaka"), "{out}");
@@ -351,6 +386,137 @@ async fn generated_configuration_fails_over_without_touching_the_url_map() {
         tf.ok(&["apply", "-auto-approve"]);
         assert_eq!(weights(&fake), [0, 0, 100]);
         tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}
+
+/// The incident move of DESIGN §1.3: drain one of two regions by listing only it, at 0; the
+/// unlisted region keeps its weight and carries all traffic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_one_region_lists_only_that_region() {
+    let fake = FakeCompute::start().await;
+    fake.put_url_map(PROJECT, MAP, &[("web-bs-tokyo", 100), ("web-bs-osaka", 100)]);
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        let tf = Terraform::dev_overrides();
+        tf.write("main.tf", &config(&fake, &[("web-bs-tokyo", "100")]));
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.write("main.tf", &config(&fake, &[("web-bs-tokyo", "0")]));
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2, "{plan}");
+        assert!(
+            plan.contains("100 -> 0") && !plan.contains("outside this configuration") && !plan.contains("will fail"),
+            "{plan}"
+        );
+        eprintln!("drain plan:\n{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(weights(&fake), [0, 100]);
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}
+
+/// A regional URL map as real ones look (host rules, path matchers, route rules): one resource
+/// manages a path matcher's default route, another one route rule; each change leaves every
+/// other byte of the URL map as it was; import by ID and identity carry region and route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regional_path_matcher_and_route_rule_weights() {
+    const REGION: &str = "asia-northeast1";
+    const API: &str = "/pathMatchers/0/defaultRouteAction/weightedBackendServices";
+    const V2: &str = "/pathMatchers/0/routeRules/0/routeAction/weightedBackendServices";
+    let fake = FakeCompute::start().await;
+    fake.put_path_matcher_map(PROJECT, Some(REGION), MAP);
+    // A global URL map of the same name, which nothing here may touch.
+    fake.put_path_matcher_map(PROJECT, None, MAP);
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        let tf = Terraform::dev_overrides();
+        let provider = format!(
+            "{PREAMBLE}\nprovider \"locality\" {{\n  google {{\n    access_token = \"{TOKEN}\"\n    project      = \"{PROJECT}\"\n    base_url     = \"{}\"\n  }}\n}}\n",
+            fake.base_url()
+        );
+        let write = |api: (u32, u32), v2: (u32, u32)| {
+            tf.write(
+                "main.tf",
+                &format!(
+                    "{provider}\nresource \"locality_weighted_backend\" \"api\" {{\n  region       = \"{REGION}\"\n  url_map      = \"{MAP}\"\n  path_matcher = \"api\"\n  weights = {{\n    \"api-bs-tokyo\" = {}\n    \"api-bs-osaka\" = {}\n  }}\n}}\n\n\
+                     resource \"locality_weighted_backend\" \"v2\" {{\n  region              = \"{REGION}\"\n  url_map             = \"{MAP}\"\n  path_matcher        = \"api\"\n  route_rule_priority = 10\n  weights = {{\n    \"api-v2-tokyo\" = {}\n    \"api-v2-osaka\" = {}\n  }}\n}}\n\n\
+                     output \"ids\" {{\n  value = join(\" \", [locality_weighted_backend.api.id, locality_weighted_backend.v2.id])\n}}\n",
+                    api.0, api.1, v2.0, v2.1
+                ),
+            )
+        };
+        let global_before = fake.url_map_at(PROJECT, None, MAP);
+        write((100, 0), (100, 0));
+        tf.ok(&["apply", "-auto-approve"]);
+        assert!(
+            !fake.take_requests().iter().any(|r| r.starts_with("PATCH")),
+            "live weights as configured: nothing written"
+        );
+        let ids = tf.output("ids");
+        assert!(
+            ids == format!("{PROJECT}/{REGION}/{MAP}#api {PROJECT}/{REGION}/{MAP}#api/10"),
+            "{ids}"
+        );
+        tf.assert_no_changes();
+
+        // Drain Tokyo on the route rule only: one regional PATCH; the document after is the one
+        // before with those two weights changed (and a new fingerprint), byte for byte.
+        let before = fake.url_map_at(PROJECT, Some(REGION), MAP);
+        write((100, 0), (0, 100));
+        fake.take_requests();
+        tf.ok(&["apply", "-auto-approve"]);
+        let requests = fake.take_requests();
+        let patches: Vec<&String> = requests.iter().filter(|r| r.starts_with("PATCH")).collect();
+        assert_eq!(patches, [&format!("PATCH regions/{REGION}/urlMaps/{MAP}")], "{requests:?}");
+        let after = fake.url_map_at(PROJECT, Some(REGION), MAP);
+        let mut expected = before.clone();
+        expected.pointer_mut(V2).unwrap()[0]["weight"] = 0.into();
+        expected.pointer_mut(V2).unwrap()[1]["weight"] = 100.into();
+        expected["fingerprint"] = after["fingerprint"].clone();
+        assert_eq!(after, expected);
+        assert_eq!(fake.weights_at(PROJECT, Some(REGION), MAP, API), [("api-bs-tokyo".to_string(), 100), ("api-bs-osaka".to_string(), 0)]);
+        assert_eq!(fake.url_map_at(PROJECT, None, MAP), global_before, "the global URL map is untouched");
+        tf.assert_no_changes();
+
+        // Drift on the path matcher's default route is seen by that resource only.
+        fake.edit(PROJECT, Some(REGION), MAP, |map| {
+            map.pointer_mut(API).unwrap()[1]["weight"] = 7.into();
+        });
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2);
+        assert!(plan.contains("locality_weighted_backend.api will be updated") && plan.contains("7 -> 0"), "{plan}");
+        assert!(!plan.contains("locality_weighted_backend.v2 will be"), "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+
+        // Import by ID: the route rule of the regional URL map.
+        tf.ok(&["state", "rm", "locality_weighted_backend.v2"]);
+        tf.ok(&["import", "locality_weighted_backend.v2", &format!("{PROJECT}/{REGION}/{MAP}#api/10")]);
+        tf.assert_no_changes();
+
+        // A path matcher or route rule that does not exist: the error names the real ones.
+        tf.write(
+            "main.tf",
+            &format!(
+                "{provider}\nresource \"locality_weighted_backend\" \"bad\" {{\n  region              = \"{REGION}\"\n  url_map             = \"{MAP}\"\n  path_matcher        = \"api\"\n  route_rule_priority = 15\n  weights = {{ \"api-v2-tokyo\" = 1 }}\n}}\n"
+            ),
+        );
+        let out = tf.fails(&["apply", "-auto-approve"]).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(out.contains("no route rule with priority 15") && out.contains("priorities are: 10, 20"), "{out}");
+        // route_rule_priority without path_matcher: an offline error on the attribute.
+        tf.write(
+            "main.tf",
+            &format!(
+                "{provider}\nresource \"locality_weighted_backend\" \"bad\" {{\n  url_map             = \"{MAP}\"\n  route_rule_priority = 10\n  weights = {{ \"api-v2-tokyo\" = 1 }}\n}}\n"
+            ),
+        );
+        let out = tf.fails(&["validate"]).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(out.contains("needs `path_matcher`") && out.contains("route_rule_priority = 10"), "{out}");
     })
     .await
     .unwrap();

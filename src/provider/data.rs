@@ -2,7 +2,7 @@
 //! configured: the resolved configuration and the API clients, built lazily and shared by the
 //! whole provider process. A missing credential is a [`NotConfigured`] error, raised here only.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -51,6 +51,10 @@ pub struct ProviderData {
     aws: tokio::sync::OnceCell<Aws>,
     /// Files planned as publish targets in this run, with the document planned for each.
     published_files: Mutex<HashMap<PathBuf, String>>,
+    /// Weights that refresh found moved outside Terraform, by resource ID: backend-service
+    /// name → (weight in Terraform's state, live weight). Refresh and plan of one resource run
+    /// in the same provider process, so plan can tell a live change from a configuration change.
+    moved_weights: Mutex<HashMap<String, BTreeMap<String, (u32, u32)>>>,
 }
 
 impl ProviderData {
@@ -62,7 +66,21 @@ impl ProviderData {
             zones: OnceLock::new(),
             aws: tokio::sync::OnceCell::new(),
             published_files: Mutex::default(),
+            moved_weights: Mutex::default(),
         }
+    }
+
+    /// Records what refresh found about a weighted route: the services whose live weight
+    /// differs from the state's (empty when none do).
+    pub fn record_moved_weights(&self, id: &str, moved: BTreeMap<String, (u32, u32)>) {
+        let mut all = self.moved_weights.lock().unwrap_or_else(|e| e.into_inner());
+        all.insert(id.to_string(), moved);
+    }
+
+    /// The services whose weights refresh found moved outside Terraform, for a resource ID.
+    pub fn moved_weights(&self, id: &str) -> BTreeMap<String, (u32, u32)> {
+        let all = self.moved_weights.lock().unwrap_or_else(|e| e.into_inner());
+        all.get(id).cloned().unwrap_or_default()
     }
 
     /// Records that a resource of this run publishes `document` to the file at `path`; `false`

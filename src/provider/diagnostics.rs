@@ -7,7 +7,7 @@
 use super::aws::AwsError;
 use super::cloudflare::{CloudflareError, CreateError, ZONE_LIMIT};
 use super::data::NotConfigured;
-use super::google::{ComputeError, WeightsError};
+use super::google::{ComputeError, RouteError, WeightsError};
 use super::resources::zone_replica_map::PublishError;
 use super::resources::{region_hint, zone_replica_map};
 use crate::tfplugin::{AttributePath, Diagnostic};
@@ -89,6 +89,12 @@ impl From<WeightsError> for Diagnostic {
             WeightsError::NoWeightedBackends { .. } => Diagnostic::error("No weighted backend services", detail),
             WeightsError::AllZero { .. } => {
                 Diagnostic::error("Every weight would be zero", detail).at(AttributePath::root("weights"))
+            }
+            WeightsError::Route(RouteError::NoPathMatcher { .. }) => {
+                Diagnostic::error("No such path matcher", detail).at(AttributePath::root("path_matcher"))
+            }
+            WeightsError::Route(RouteError::NoRouteRule { .. }) => {
+                Diagnostic::error("No such route rule", detail).at(AttributePath::root("route_rule_priority"))
             }
             WeightsError::KeepsChanging { .. } => Diagnostic::error("URL map keeps changing", detail),
             WeightsError::Api { url_map, source } => Diagnostic::from(source).context(format!("URL map {url_map}")),

@@ -40,6 +40,14 @@ impl IdentityAttribute {
             ..Self::required(name, description)
         }
     }
+
+    /// An optional number attribute.
+    pub fn optional_number(name: &str, description: &str) -> Self {
+        IdentityAttribute {
+            ty: Type::Number,
+            ..Self::optional(name, description)
+        }
+    }
 }
 
 /// The identity schema of a managed resource type.

@@ -1,7 +1,8 @@
 //! A stateful fake of the Compute Engine v1 subset `locality_weighted_backend` uses, written from
-//! the contract in reference/gcp (urlMaps get/patch with fingerprints and HTTP 412
-//! `conditionNotMet`, global operations polled until DONE, googleapi error bodies, full
-//! self-links; urlMaps.list paged with `maxResults`/`pageToken`), with fault injection and a
+//! the published Compute v1 contract (urlMaps and regionUrlMaps get/patch with fingerprints and
+//! HTTP 412 `conditionNotMet`, PATCH as an RFC 7386 JSON merge patch — objects merge, arrays are
+//! replaced whole —, global and regional operations polled until DONE, googleapi error bodies,
+//! full self-links; list paged with `maxResults`/`pageToken`), with fault injection and a
 //! request log. Listens on 127.0.0.1 only.
 
 use std::collections::{HashMap, VecDeque};
@@ -36,9 +37,11 @@ pub type Mutation = Box<dyn FnOnce(&mut Value) + Send>;
 
 #[derive(Default)]
 pub struct Inner {
-    maps: HashMap<(String, String), Value>,
+    /// (project, scope, name) → URL map; scope is `global` or `regions/<region>`.
+    maps: HashMap<(String, String, String), Value>,
     fingerprints: u64,
-    operations: HashMap<String, (u32, Option<String>)>,
+    /// (scope, name) → (polls left, failure).
+    operations: HashMap<(String, String), (u32, Option<String>)>,
     op_counter: u64,
     /// Polls an operation takes before it is DONE.
     pub polls_per_operation: u32,
@@ -72,6 +75,42 @@ fn self_link(project: &str, name: &str) -> String {
     format!("https://www.googleapis.com/compute/v1/projects/{project}/global/backendServices/{name}")
 }
 
+/// The scope of a URL map: `global` or `regions/<region>`.
+pub fn scope(region: Option<&str>) -> String {
+    region.map_or_else(|| "global".to_string(), |r| format!("regions/{r}"))
+}
+
+fn key(project: &str, region: Option<&str>, name: &str) -> (String, String, String) {
+    (project.to_string(), scope(region), name.to_string())
+}
+
+/// RFC 7386 JSON merge patch: objects merge recursively, null deletes, anything else replaces.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Some(fields) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let object = target.as_object_mut().unwrap();
+    for (k, v) in fields {
+        if v.is_null() {
+            object.remove(k);
+        } else {
+            merge_patch(object.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// A weighted backend services array, `(name, weight)` each, in one project.
+pub fn weighted(project: &str, weights: &[(&str, u32)]) -> Value {
+    weights
+        .iter()
+        .map(|(bs, w)| json!({"backendService": self_link(project, bs), "weight": w}))
+        .collect()
+}
+
 fn error(status: StatusCode, reason: &str, message: &str) -> Response {
     (status, Json(json!({"error": {"code": status.as_u16(), "message": message, "errors": [{"reason": reason, "message": message, "domain": "global"}]}}))).into_response()
 }
@@ -83,14 +122,23 @@ impl FakeCompute {
             ..Default::default()
         }));
         let app = Router::new()
-            .route("/compute/v1/projects/{project}/global/urlMaps", get(list_maps))
+            .route("/compute/v1/projects/{project}/global/urlMaps", get(list_global))
             .route(
                 "/compute/v1/projects/{project}/global/urlMaps/{name}",
-                get(get_map).patch(patch_map),
+                get(get_global).patch(patch_global),
             )
             .route(
                 "/compute/v1/projects/{project}/global/operations/{op}",
-                get(get_operation),
+                get(get_operation_global),
+            )
+            .route("/compute/v1/projects/{project}/regions/{region}/urlMaps", get(list_regional))
+            .route(
+                "/compute/v1/projects/{project}/regions/{region}/urlMaps/{name}",
+                get(get_regional).patch(patch_regional),
+            )
+            .route(
+                "/compute/v1/projects/{project}/regions/{region}/operations/{op}",
+                get(get_operation_regional),
             )
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -128,15 +176,93 @@ impl FakeCompute {
             "defaultRouteAction": {"weightedBackendServices": entries, "timeout": {"seconds": "30"}},
             "hostRules": [{"hosts": ["*"], "pathMatcher": "all"}],
         });
-        s.maps.insert((project.into(), name.into()), map);
+        s.maps.insert(key(project, None, name), map);
+    }
+
+    /// Any URL map, global or regional, as given (name, selfLink and a fingerprint are set).
+    pub fn put_url_map_json(&self, project: &str, region: Option<&str>, name: &str, mut map: Value) {
+        let mut s = self.state.lock().unwrap();
+        s.fingerprints += 1;
+        map["name"] = name.into();
+        map["kind"] = "compute#urlMap".into();
+        map["selfLink"] =
+            format!("https://www.googleapis.com/compute/v1/projects/{project}/{}/urlMaps/{name}", scope(region)).into();
+        map["fingerprint"] = format!("fp-{}", s.fingerprints).into();
+        if let Some(region) = region {
+            map["region"] = format!("https://www.googleapis.com/compute/v1/projects/{project}/regions/{region}").into();
+        }
+        s.maps.insert(key(project, region, name), map);
+    }
+
+    /// A URL map as real ones look: a default service, host rules, and path matchers whose
+    /// default route and route rules carry weighted backend services —
+    /// `api`: default route (api-bs-tokyo 100, api-bs-osaka 0), route rule 10 (`/api/v2/`:
+    /// api-v2-tokyo 100, api-v2-osaka 0, with a retry policy and header action), route rule 20
+    /// (`/api/legacy/`, a plain service); `static`: a default service only.
+    pub fn put_path_matcher_map(&self, project: &str, region: Option<&str>, name: &str) {
+        let bs = |n: &str| self_link(project, n);
+        let mut v2 = weighted(project, &[("api-v2-tokyo", 100), ("api-v2-osaka", 0)]);
+        v2[0]["headerAction"] = json!({"requestHeadersToAdd": [{"headerName": "x-region", "headerValue": "tokyo", "replace": true}]});
+        let map = json!({
+            "id": "9876543210987654321",
+            "defaultService": bs("web-bs"),
+            "hostRules": [
+                {"hosts": ["api.example.com"], "pathMatcher": "api"},
+                {"hosts": ["static.example.com"], "pathMatcher": "static"}
+            ],
+            "pathMatchers": [
+                {
+                    "name": "api",
+                    "defaultRouteAction": {
+                        "weightedBackendServices": weighted(project, &[("api-bs-tokyo", 100), ("api-bs-osaka", 0)]),
+                        "timeout": {"seconds": "30", "nanos": 0}
+                    },
+                    "routeRules": [
+                        {
+                            "priority": 10,
+                            "matchRules": [{"prefixMatch": "/api/v2/", "headerMatches": [{"headerName": "x-canary", "exactMatch": "1"}]}],
+                            "routeAction": {
+                                "weightedBackendServices": v2,
+                                "retryPolicy": {"retryConditions": ["5xx", "gateway-error"], "numRetries": 2}
+                            }
+                        },
+                        {
+                            "priority": 20,
+                            "matchRules": [{"prefixMatch": "/api/legacy/"}],
+                            "service": bs("legacy-bs")
+                        }
+                    ]
+                },
+                {"name": "static", "defaultService": bs("static-bs"), "pathRules": [{"paths": ["/img/*"], "service": bs("img-bs")}]}
+            ],
+            "tests": [{"host": "api.example.com", "path": "/api/legacy/x", "service": bs("legacy-bs")}]
+        });
+        self.put_url_map_json(project, region, name, map);
     }
 
     pub fn delete_url_map(&self, project: &str, name: &str) {
-        self.state
-            .lock()
-            .unwrap()
-            .maps
-            .remove(&(project.to_string(), name.to_string()));
+        self.state.lock().unwrap().maps.remove(&key(project, None, name));
+    }
+
+    /// The live weights at a JSON pointer to a weightedBackendServices array, by backend name.
+    pub fn weights_at(&self, project: &str, region: Option<&str>, name: &str, pointer: &str) -> Vec<(String, u64)> {
+        let s = self.state.lock().unwrap();
+        names_and_weights(&s.maps[&key(project, region, name)], pointer)
+    }
+
+    /// A URL map, global or regional.
+    pub fn url_map_at(&self, project: &str, region: Option<&str>, name: &str) -> Value {
+        self.state.lock().unwrap().maps[&key(project, region, name)].clone()
+    }
+
+    /// An out-of-band change (as in the console) of any URL map: new fingerprint.
+    pub fn edit(&self, project: &str, region: Option<&str>, name: &str, change: impl FnOnce(&mut Value)) {
+        let mut s = self.state.lock().unwrap();
+        s.fingerprints += 1;
+        let fp = format!("fp-{}", s.fingerprints);
+        let map = s.maps.get_mut(&key(project, region, name)).unwrap();
+        change(map);
+        map["fingerprint"] = fp.into();
     }
 
     /// An out-of-band change of one weight (as in the console): new fingerprint.
@@ -144,41 +270,38 @@ impl FakeCompute {
         let mut s = self.state.lock().unwrap();
         s.fingerprints += 1;
         let fp = format!("fp-{}", s.fingerprints);
-        let map = s.maps.get_mut(&(project.to_string(), name.to_string())).unwrap();
+        let map = s.maps.get_mut(&key(project, None, name)).unwrap();
         set_weight_in(map, backend, weight);
         map["fingerprint"] = fp.into();
     }
 
     /// The live weights by backend name, in order.
     pub fn weights(&self, project: &str, name: &str) -> Vec<(String, u64)> {
-        let s = self.state.lock().unwrap();
-        s.maps[&(project.to_string(), name.to_string())]["defaultRouteAction"]["weightedBackendServices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                (
-                    e["backendService"]
-                        .as_str()
-                        .unwrap()
-                        .rsplit('/')
-                        .next()
-                        .unwrap()
-                        .to_string(),
-                    e["weight"].as_u64().unwrap(),
-                )
-            })
-            .collect()
+        self.weights_at(project, None, name, "/defaultRouteAction/weightedBackendServices")
     }
 
     pub fn url_map(&self, project: &str, name: &str) -> Value {
-        self.state.lock().unwrap().maps[&(project.to_string(), name.to_string())].clone()
+        self.url_map_at(project, None, name)
     }
 
     /// Takes the request log.
     pub fn take_requests(&self) -> Vec<String> {
         std::mem::take(&mut self.state.lock().unwrap().requests)
     }
+}
+
+fn names_and_weights(map: &Value, pointer: &str) -> Vec<(String, u64)> {
+    map.pointer(pointer)
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["backendService"].as_str().unwrap().rsplit('/').next().unwrap().to_string(),
+                e["weight"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
 }
 
 fn set_weight_in(map: &mut Value, backend: &str, weight: u32) {
@@ -218,16 +341,86 @@ fn preamble(s: &mut Inner, headers: &HeaderMap, line: String) -> Option<Response
     None
 }
 
+type Shared = State<Arc<Mutex<Inner>>>;
+type Params = Query<HashMap<String, String>>;
+
+async fn list_global(state: Shared, Path(project): Path<String>, q: Params, headers: HeaderMap) -> Response {
+    list_maps(state, project, "global".into(), q, headers).await
+}
+
+async fn list_regional(
+    state: Shared,
+    Path((project, region)): Path<(String, String)>,
+    q: Params,
+    headers: HeaderMap,
+) -> Response {
+    list_maps(state, project, scope(Some(&region)), q, headers).await
+}
+
+async fn get_global(state: Shared, Path((project, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+    get_map(state, (project, "global".into(), name), headers).await
+}
+
+async fn get_regional(
+    state: Shared,
+    Path((project, region, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    get_map(state, (project, scope(Some(&region)), name), headers).await
+}
+
+async fn patch_global(
+    state: Shared,
+    Path((project, name)): Path<(String, String)>,
+    q: Params,
+    headers: HeaderMap,
+    body: Json<Value>,
+) -> Response {
+    patch_map(state, (project, "global".into(), name), q, headers, body).await
+}
+
+async fn patch_regional(
+    state: Shared,
+    Path((project, region, name)): Path<(String, String, String)>,
+    q: Params,
+    headers: HeaderMap,
+    body: Json<Value>,
+) -> Response {
+    patch_map(state, (project, scope(Some(&region)), name), q, headers, body).await
+}
+
+async fn get_operation_global(
+    state: Shared,
+    Path((project, op)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    get_operation(state, (project, "global".into(), op), headers).await
+}
+
+async fn get_operation_regional(
+    state: Shared,
+    Path((project, region, op)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    get_operation(state, (project, scope(Some(&region)), op), headers).await
+}
+
 /// `urlMaps.list`: names in order, `maxResults` a page (default 500), `nextPageToken` the
 /// next name.
 async fn list_maps(
-    State(state): State<Arc<Mutex<Inner>>>,
-    Path(project): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
+    State(state): Shared,
+    project: String,
+    where_: String,
+    Query(q): Params,
     headers: HeaderMap,
 ) -> Response {
     let mut s = state.lock().unwrap();
-    if let Some(r) = preamble(&mut s, &headers, "GET urlMaps (list)".to_string()) {
+    let line = if where_ == "global" {
+        "GET urlMaps (list)".to_string()
+    } else {
+        format!("GET {where_}/urlMaps (list)")
+    };
+    if let Some(r) = preamble(&mut s, &headers, line) {
         return r;
     }
     let max: usize = q
@@ -239,24 +432,30 @@ async fn list_maps(
     let mut maps: Vec<(&String, &Value)> = s
         .maps
         .iter()
-        .filter(|((p, name), _)| *p == project && *name >= start)
-        .map(|((_, name), map)| (name, map))
+        .filter(|((p, sc, name), _)| *p == project && *sc == where_ && *name >= start)
+        .map(|((_, _, name), map)| (name, map))
         .collect();
     maps.sort_by(|a, b| a.0.cmp(b.0));
     let page: Vec<Value> = maps.iter().take(max).map(|(_, m)| (*m).clone()).collect();
     let mut body =
-        json!({"kind": "compute#urlMapList", "id": format!("projects/{project}/global/urlMaps"), "items": page});
+        json!({"kind": "compute#urlMapList", "id": format!("projects/{project}/{where_}/urlMaps"), "items": page});
     if let Some((next, _)) = maps.get(max) {
         body["nextPageToken"] = json!(next);
     }
     Json(body).into_response()
 }
 
-async fn get_map(
-    State(state): State<Arc<Mutex<Inner>>>,
-    Path((project, name)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Response {
+/// The request-log prefix of a URL map path: `urlMaps/NAME` (global) or
+/// `regions/R/urlMaps/NAME`.
+fn shown(where_: &str, name: &str) -> String {
+    if where_ == "global" {
+        format!("urlMaps/{name}")
+    } else {
+        format!("{where_}/urlMaps/{name}")
+    }
+}
+
+async fn get_map(State(state): Shared, (project, where_, name): (String, String, String), headers: HeaderMap) -> Response {
     let silent = {
         let mut s = state.lock().unwrap();
         let silent = s.silent_reads > 0;
@@ -267,15 +466,15 @@ async fn get_map(
         return std::future::pending().await;
     }
     let mut s = state.lock().unwrap();
-    if let Some(r) = preamble(&mut s, &headers, format!("GET urlMaps/{name}")) {
+    if let Some(r) = preamble(&mut s, &headers, format!("GET {}", shown(&where_, &name))) {
         return r;
     }
-    let key = (project.clone(), name.clone());
+    let key = (project.clone(), where_.clone(), name.clone());
     let Some(map) = s.maps.get(&key).cloned() else {
         return error(
             StatusCode::NOT_FOUND,
             "notFound",
-            &format!("The resource 'projects/{project}/global/urlMaps/{name}' was not found"),
+            &format!("The resource 'projects/{project}/{where_}/urlMaps/{name}' was not found"),
         );
     };
     let fire = match &mut s.after_get {
@@ -297,9 +496,9 @@ async fn get_map(
 }
 
 async fn patch_map(
-    State(state): State<Arc<Mutex<Inner>>>,
-    Path((project, name)): Path<(String, String)>,
-    Query(query): Query<HashMap<String, String>>,
+    State(state): Shared,
+    (project, where_, name): (String, String, String),
+    Query(query): Params,
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
@@ -315,7 +514,7 @@ async fn patch_map(
         return std::future::pending().await;
     }
     let mut s = state.lock().unwrap();
-    if let Some(r) = preamble(&mut s, &headers, format!("PATCH urlMaps/{name}")) {
+    if let Some(r) = preamble(&mut s, &headers, format!("PATCH {}", shown(&where_, &name))) {
         return r;
     }
     match s.write_faults.pop_front() {
@@ -340,9 +539,9 @@ async fn patch_map(
         return error(StatusCode::BAD_REQUEST, "invalid", "requestId must be a UUID");
     };
     if let Some(op) = s.request_ids.get(&request_id).cloned() {
-        return operation_reply(s, &op, &project, &name);
+        return operation_reply(s, &op, &project, &where_, &name);
     }
-    let key = (project.clone(), name.clone());
+    let key = (project.clone(), where_.clone(), name.clone());
     let Some(current) = s.maps.get(&key).cloned() else {
         return error(StatusCode::NOT_FOUND, "notFound", "not found");
     };
@@ -367,24 +566,36 @@ async fn patch_map(
     let op = format!("operation-{}", s.op_counter);
     let failure = s.fail_next_operation.take();
     if failure.is_none() {
-        // JSON merge patch: objects merge, arrays are replaced whole.
-        let mut updated = current;
-        if let Some(entries) = body.pointer("/defaultRouteAction/weightedBackendServices") {
-            updated["defaultRouteAction"]["weightedBackendServices"] = entries.clone();
+        // JSON merge patch: objects merge, arrays are replaced whole; output-only fields stay.
+        let mut updated = current.clone();
+        merge_patch(&mut updated, &body);
+        for output_only in ["name", "id", "selfLink", "kind", "region"] {
+            match current.get(output_only) {
+                Some(v) => updated[output_only] = v.clone(),
+                None => {
+                    updated.as_object_mut().unwrap().remove(output_only);
+                }
+            }
         }
         s.fingerprints += 1;
         updated["fingerprint"] = format!("fp-{}", s.fingerprints).into();
         s.maps.insert(key, updated);
     }
     let polls = s.polls_per_operation;
-    s.operations.insert(op.clone(), (polls, failure));
+    s.operations.insert((where_.clone(), op.clone()), (polls, failure));
     s.request_ids.insert(request_id, op.clone());
-    operation_reply(s, &op, &project, &name)
+    operation_reply(s, &op, &project, &where_, &name)
 }
 
 /// The reply to an accepted PATCH: its operation, or a dropped connection when a lost
 /// response is injected.
-fn operation_reply(mut s: std::sync::MutexGuard<'_, Inner>, op: &str, project: &str, name: &str) -> Response {
+fn operation_reply(
+    mut s: std::sync::MutexGuard<'_, Inner>,
+    op: &str,
+    project: &str,
+    where_: &str,
+    name: &str,
+) -> Response {
     if s.drop_after_applying > 0 {
         s.drop_after_applying -= 1;
         drop(s);
@@ -393,21 +604,23 @@ fn operation_reply(mut s: std::sync::MutexGuard<'_, Inner>, op: &str, project: &
     }
     Json(
         json!({"kind": "compute#operation", "name": op, "status": "RUNNING", "operationType": "patch",
-        "targetLink": format!("https://www.googleapis.com/compute/v1/projects/{project}/global/urlMaps/{name}")}),
+        "targetLink": format!("https://www.googleapis.com/compute/v1/projects/{project}/{where_}/urlMaps/{name}")}),
     )
     .into_response()
 }
 
-async fn get_operation(
-    State(state): State<Arc<Mutex<Inner>>>,
-    Path((_project, op)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Response {
+async fn get_operation(State(state): Shared, (_project, where_, op): (String, String, String), headers: HeaderMap) -> Response {
     let mut s = state.lock().unwrap();
-    if let Some(r) = preamble(&mut s, &headers, format!("GET operations/{op}")) {
+    let line = if where_ == "global" {
+        format!("GET operations/{op}")
+    } else {
+        format!("GET {where_}/operations/{op}")
+    };
+    if let Some(r) = preamble(&mut s, &headers, line) {
         return r;
     }
-    let Some((polls_left, failure)) = s.operations.get_mut(&op) else {
+    // An operation is found only in the scope of the URL map it changed.
+    let Some((polls_left, failure)) = s.operations.get_mut(&(where_.clone(), op.clone())) else {
         return error(StatusCode::NOT_FOUND, "notFound", "no such operation");
     };
     *polls_left = polls_left.saturating_sub(1);

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 pub use model::ShiftWeightsModel;
 pub use schema::{schema, MAX_STEPS};
 
-use crate::provider::google::{backend_name, Compute};
+use crate::provider::google::{backend_name, plan_weights, Compute, Route, UrlMapLocation};
 use crate::provider::resources::weighted_backend::{WeightedBackend, WeightedBackendModel};
 use crate::provider::ProviderData;
 use crate::tfplugin::{Action, AttributePath, Context, Diagnostic, Diagnostics, Field, Progress, Resource, Schema};
@@ -37,7 +37,10 @@ impl ShiftWeightsModel {
         WeightedBackendModel {
             id: Field::Null,
             project: self.project.clone(),
+            region: self.region.clone(),
             url_map: self.url_map.clone(),
+            path_matcher: self.path_matcher.clone(),
+            route_rule_priority: self.route_rule_priority.clone(),
             weights: self.weights.clone(),
         }
     }
@@ -108,65 +111,63 @@ fn show(weights: &BTreeMap<String, u32>) -> String {
         .join(", ")
 }
 
-/// The project, URL map, target weights by name, and the client, or why not.
+/// What one invocation shifts: the URL map, the route, the target weights by name.
+struct Target {
+    location: UrlMapLocation,
+    route: Route,
+    weights: BTreeMap<String, u32>,
+}
+
+/// The target and the client, or why not.
 fn resolve(
     ctx: &Context<ProviderData>,
     config: &ShiftWeightsModel,
     diags: &mut Diagnostics,
-) -> Option<(String, String, BTreeMap<String, u32>, Compute)> {
+) -> Option<(Target, Compute)> {
     let compute = diags.check(ctx.data.compute())?;
-    let Some(project) = config
-        .project
-        .get()
-        .cloned()
-        .or_else(|| ctx.data.config.google.project.clone())
-    else {
+    let mut resource = config.as_resource();
+    if resource.project.is_null() {
+        resource.project = ctx.data.config.google.project.clone().into();
+    }
+    if resource.project.is_null() {
         diags.attribute_error(
             AttributePath::root("project"),
             "No project",
             "Set `project` here, or `project` in the provider's `google` block.",
         );
         return None;
-    };
-    let url_map = diags.check(config.url_map.require("url_map"))?.clone();
-    let Some(target) = config.as_resource().known_weights() else {
+    }
+    let (Some((location, route)), Some(weights)) = (resource.address(), resource.known_weights()) else {
         diags.error(
             "Provider bug",
-            "The weights are not known when the action runs. Please report this.",
+            "The URL map, route or weights are not known when the action runs. Please report this.",
         );
         return None;
     };
-    let target = target
+    let weights = weights
         .into_iter()
         .map(|(k, w)| (backend_name(&k).to_string(), w))
         .collect();
-    Some((project, url_map, target, compute))
+    Some((
+        Target {
+            location,
+            route,
+            weights,
+        },
+        compute,
+    ))
 }
 
-/// The URL map's current weights, after checking that every target key is one of its
-/// weighted backend services (the error lists the real ones).
-async fn current_weights(
-    compute: &Compute,
-    project: &str,
-    url_map: &str,
-    target: &BTreeMap<String, u32>,
-) -> Result<BTreeMap<String, u32>, Diagnostic> {
-    let map = compute.get_url_map(project, url_map).await.map_err(Diagnostic::from)?;
-    let current = map.weights();
-    let unknown: Vec<&String> = target.keys().filter(|k| !current.contains_key(*k)).collect();
-    if current.is_empty() || !unknown.is_empty() {
-        let real: Vec<&String> = current.keys().collect();
-        return Err(Diagnostic::error(
-            "Unknown backend services",
-            format!(
-                "URL map {project}/{url_map} has no weighted backend service {}; its weighted backend services are: {}.",
-                unknown.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "),
-                if real.is_empty() { "none".to_string() } else { real.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ") }
-            ),
-        )
-        .at(AttributePath::root("weights")));
-    }
-    Ok(current)
+/// The route's current weights, after checking the target against them: every key one of
+/// the route's weighted backend services, and the weights after the shift not all zero (the
+/// errors name the real services).
+async fn current_weights(compute: &Compute, target: &Target) -> Result<BTreeMap<String, u32>, Diagnostic> {
+    let map = compute.get_url_map(&target.location).await.map_err(Diagnostic::from)?;
+    let live = map
+        .weighted(&target.route)
+        .map_err(|e| Diagnostic::from(crate::provider::google::WeightsError::from(e)))?;
+    plan_weights(&target.location.to_string(), &target.route, &live, &target.weights).map_err(Diagnostic::from)?;
+    Ok(live.iter().map(|w| (w.name().to_string(), w.weight)).collect())
 }
 
 #[async_trait]
@@ -192,10 +193,10 @@ impl Action<ProviderData> for ShiftWeights {
     }
 
     async fn plan(&self, ctx: &Context<ProviderData>, config: &ShiftWeightsModel, diags: &mut Diagnostics) {
-        let Some((project, url_map, target, compute)) = resolve(ctx, config, diags) else {
+        let Some((target, compute)) = resolve(ctx, config, diags) else {
             return;
         };
-        if let Err(e) = current_weights(&compute, &project, &url_map, &target).await {
+        if let Err(e) = current_weights(&compute, &target).await {
             diags.add(e);
         }
     }
@@ -207,21 +208,22 @@ impl Action<ProviderData> for ShiftWeights {
         progress: &Progress,
         diags: &mut Diagnostics,
     ) {
-        let Some((project, url_map, target, compute)) = resolve(ctx, &config, diags) else {
+        let Some((shift, compute)) = resolve(ctx, &config, diags) else {
             return;
         };
         let (Ok(steps), Ok(pause)) = (config.step_count(), config.pause()) else {
             return;
         };
-        let current = match current_weights(&compute, &project, &url_map, &target).await {
+        let current = match current_weights(&compute, &shift).await {
             Ok(current) => current,
             Err(e) => {
                 diags.add(e);
                 return;
             }
         };
+        let (target, url_map, route) = (&shift.weights, &shift.location, &shift.route);
         progress.report(format!(
-            "{project}/{url_map}: {} → {} in {steps} step(s)",
+            "{url_map} ({route}): {} → {} in {steps} step(s)",
             show(
                 &current
                     .iter()
@@ -229,7 +231,7 @@ impl Action<ProviderData> for ShiftWeights {
                     .map(|(k, w)| (k.clone(), *w))
                     .collect()
             ),
-            show(&target)
+            show(target)
         ));
         let mut done: Option<BTreeMap<String, u32>> = None;
         for k in 1..=steps {
@@ -237,15 +239,15 @@ impl Action<ProviderData> for ShiftWeights {
                 diags.error(
                     "Shift stopped",
                     format!(
-                        "Stopped before step {k} of {steps}: URL map {project}/{url_map} has {}.",
+                        "Stopped before step {k} of {steps}: URL map {url_map} has {}.",
                         done.as_ref()
                             .map_or_else(|| "its weights from before the action".to_string(), show)
                     ),
                 );
                 return;
             }
-            let weights = step_weights(&current, &target, k, steps);
-            if let Err(e) = compute.set_weights(&project, &url_map, &weights).await {
+            let weights = step_weights(&current, target, k, steps);
+            if let Err(e) = compute.set_weights(url_map, route, &weights).await {
                 diags.add(Diagnostic::from(e).context(format!("Step {k} of {steps}")));
                 return;
             }
@@ -256,7 +258,7 @@ impl Action<ProviderData> for ShiftWeights {
                     () = ctx.stop.cancelled() => {
                         diags.error(
                             "Shift stopped",
-                            format!("Stopped after step {k} of {steps}: URL map {project}/{url_map} now has {}.", show(&weights)),
+                            format!("Stopped after step {k} of {steps}: URL map {url_map} now has {}.", show(&weights)),
                         );
                         return;
                     }

@@ -9,8 +9,14 @@ crate::model! {
     pub struct ShiftWeightsModel {
         /// The project (default: the provider's).
         pub project: Field<String>,
+        /// The region of a regional URL map; null for a global one.
+        pub region: Field<String>,
         /// The URL map's name.
         pub url_map: Field<String>,
+        /// The path matcher whose route is shifted; null for the URL map's default route.
+        pub path_matcher: Field<String>,
+        /// The priority of the route rule shifted, within `path_matcher`.
+        pub route_rule_priority: Field<Number>,
         /// Backend service (name, path or self-link) → target weight.
         pub weights: Field<BTreeMap<String, Field<Number>>>,
         /// How many equal steps lead from the current weights to the target.

@@ -15,17 +15,31 @@ pub fn schema() -> Schema {
              (`terraform apply -invoke=action.locality_shift_weights.NAME`).\n\n\
              Each step is the same fingerprint-safe write as `locality_weighted_backend` (read, change only the \
              weights, write with the fingerprint, retry on HTTP 412, wait for the operation) and is reported as it \
-             completes. Weights are checked like the resource's: whole numbers from 0 to 1000, never all zero, and \
-             (before anything is written) keys that are weighted backend services of the URL map. Backend services \
-             not named keep their weight. Ctrl-C stops between steps and says which step was the last. A \
-             `locality_weighted_backend` managing the same URL map shows the new weights as drift on its next plan.",
+             completes. Weights are checked like the resource's, against the live URL map when the action is \
+             planned and again before anything is written: whole numbers from 0 to 1000, keys that are weighted \
+             backend services of the route, and weights after the shift that are not all zero (the services not \
+             named keep their weight and count: draining one region works). No step on the way is all zero either. \
+             Ctrl-C stops between steps and says which step was the last.\n\n\
+             A `locality_weighted_backend` managing the same route shows the new weights as drift on its next \
+             plan, with a warning naming the services that were moved, and its next apply moves them back: change \
+             the configuration in the same incident (see the runbook below).",
         )
         .attribute(
             Attribute::string("project")
                 .optional()
                 .description("The project; default: the provider's `google.project`."),
         )
+        .attribute(Attribute::string("region").optional().description(
+            "The region of a regional URL map (`regionUrlMaps`); unset: a global URL map.",
+        ))
         .attribute(Attribute::string("url_map").required().description("The URL map's name."))
+        .attribute(Attribute::string("path_matcher").optional().description(
+            "A path matcher whose default route (or, with `route_rule_priority`, one route rule) holds the weighted \
+             backend services; unset: the URL map's default route. Same addressing as `locality_weighted_backend`.",
+        ))
+        .attribute(Attribute::number("route_rule_priority").optional().description(
+            "The priority of the route rule within `path_matcher` whose weights are shifted.",
+        ))
         .attribute(
             Attribute::typed("weights", Type::map(Type::Number))
                 .required()

@@ -1,11 +1,11 @@
-//! `list "locality_weighted_backend"` for `terraform query`: the URL maps of a project that
-//! have weighted backend services (paged `urlMaps.list`), each with its identity and, with
-//! `include_resource`, its weights.
+//! `list "locality_weighted_backend"` for `terraform query`: every route with weighted backend
+//! services of a project's URL maps (paged `urlMaps.list`, or `regionUrlMaps.list` with a
+//! region), each with its identity and, with `include_resource`, its weights.
 
 use async_trait::async_trait;
 
-use super::{WeightedBackend, WeightedBackendModel};
-use crate::naming::is_project_id;
+use super::{validate_address, WeightedBackend, WeightedBackendModel};
+use crate::provider::google::{Route, UrlMapLocation};
 use crate::provider::ProviderData;
 use crate::tfplugin::{
     Attribute, AttributePath, Block, Context, Diagnostic, Diagnostics, Field, ListResource, Listed, Schema,
@@ -16,6 +16,8 @@ crate::model! {
     pub struct WeightedBackendListConfig {
         /// The project to list; the provider's by default.
         pub project: Field<String>,
+        /// The region whose regional URL maps to list; global URL maps when null.
+        pub region: Field<String>,
     }
 }
 
@@ -24,15 +26,23 @@ pub fn list_schema() -> Schema {
     Schema {
         version: 0,
         block: Block::new(
-            "The URL maps of a project whose default route action has weighted backend services, for \
-             `terraform query`: each result is named `<url_map> (<n> weighted backends)` and carries the \
-             resource identity (`project`, `url_map`), so `-generate-config-out` writes a \
-             `locality_weighted_backend` with its current weights and an `import` block.",
+            "Every route with weighted backend services of a project's URL maps — global ones, or with `region` \
+             that region's — for `terraform query` (`list` blocks live in `*.tfquery.hcl` files; Terraform 1.14 \
+             and later). Each result is one route: the URL map's default route is named \
+             `<url_map> (<n> weighted backends)`, a path matcher's default route `<url_map>#<path_matcher> (...)` \
+             and a route rule `<url_map>#<path_matcher>/<priority> (...)`. Each carries the resource identity, so \
+             `-generate-config-out` writes a `locality_weighted_backend` with its current weights and an `import` \
+             block.",
         )
         .attribute(
             Attribute::string("project")
                 .optional()
                 .description("The project; default: the provider's `google.project`."),
+        )
+        .attribute(
+            Attribute::string("region")
+                .optional()
+                .description("A region (e.g. `asia-northeast1`): list its regional URL maps (`regionUrlMaps`). Default: the global URL maps."),
         ),
     }
 }
@@ -46,15 +56,7 @@ impl ListResource<ProviderData> for WeightedBackend {
     }
 
     fn validate_list(&self, config: &WeightedBackendListConfig, diags: &mut Diagnostics) {
-        if let Some(project) = config.project.get() {
-            if !is_project_id(project) {
-                diags.attribute_error(
-                    AttributePath::root("project"),
-                    "Invalid project ID",
-                    format!("{project:?} is not a Google Cloud project ID: 6-30 lowercase letters, digits and hyphens, starting with a letter."),
-                );
-            }
-        }
+        validate_address(&config.project, &config.region, &Field::Null, &Field::Null, diags);
     }
 
     async fn list(
@@ -83,26 +85,36 @@ impl ListResource<ProviderData> for WeightedBackend {
                 return Vec::new();
             }
         };
-        let maps = compute.list_url_maps(&project).await;
+        let region = config.region.get().cloned();
+        let maps = compute.list_url_maps(&project, region.as_deref()).await;
         let Some(maps) = diags.check(maps.map_err(Diagnostic::from)) else {
             return Vec::new();
         };
         maps.into_iter()
-            .filter(|map| !map.weighted().is_empty())
-            .take(limit)
-            .map(|map| {
-                let count = map.weighted().len();
-                let mut state = WeightedBackendModel {
-                    id: format!("{project}/{}", map.name).into(),
-                    project: project.as_str().into(),
-                    url_map: map.name.as_str().into(),
-                    weights: Field::Null,
+            .flat_map(|map| {
+                let location = UrlMapLocation {
+                    project: project.clone(),
+                    region: region.clone(),
+                    name: map.name.clone(),
                 };
-                state.set_weights(map.weights());
+                map.weighted_routes()
+                    .into_iter()
+                    .map(move |(route, weighted)| (location.clone(), route, weighted))
+            })
+            .take(limit)
+            .map(|(location, route, weighted)| {
+                let count = weighted.len();
+                let mut state = WeightedBackendModel::default();
+                state.set_address(&location, &route);
+                state.set_weights(weighted.iter().map(|w| (w.name().to_string(), w.weight)).collect());
+                let route_name = match &route {
+                    Route::Default => String::new(),
+                    other => other.id_suffix(),
+                };
                 Listed {
                     display_name: format!(
-                        "{} ({count} weighted backend{})",
-                        map.name,
+                        "{}{route_name} ({count} weighted backend{})",
+                        location.name,
                         if count == 1 { "" } else { "s" }
                     ),
                     state,
