@@ -83,7 +83,7 @@ async fn every_resource_has_an_identity_and_imports_by_it() {
         assert_eq!(identity_of(&tf, "locality_region_hints.zone"), serde_json::json!({"zone_id": zone}));
         assert_eq!(
             identity_of(&tf, "locality_weighted_backend.web"),
-            serde_json::json!({"project": PROJECT, "url_map": "web-urlmap"})
+            serde_json::json!({"project": PROJECT, "region": null, "url_map": "web-urlmap", "path_matcher": null, "route_rule_priority": null})
         );
         assert_eq!(
             identity_of(&tf, "locality_zone_replica_map.cache"),
@@ -121,7 +121,7 @@ async fn every_resource_has_an_identity_and_imports_by_it() {
         );
         assert_eq!(
             identity_of(&fresh, "locality_weighted_backend.web"),
-            serde_json::json!({"project": PROJECT, "url_map": "web-urlmap"}),
+            serde_json::json!({"project": PROJECT, "region": null, "url_map": "web-urlmap", "path_matcher": null, "route_rule_priority": null}),
             "the project defaults to the provider's"
         );
 
@@ -209,6 +209,9 @@ async fn query_lists_weighted_url_maps_and_generated_configuration_imports_clean
     fake.put_url_map(PROJECT, "api", &[("api-bs", 70), ("api-bs-osaka", 30)]);
     // A URL map without weighted backend services is not listed.
     fake.put_url_map(PROJECT, "static", &[]);
+    // Path matcher routes are results of their own; regional URL maps are listed by region.
+    fake.put_path_matcher_map(PROJECT, None, "paths");
+    fake.put_path_matcher_map(PROJECT, Some("asia-northeast1"), "regional");
     tokio::task::spawn_blocking(move || {
         let tf = tf();
         tf.write("main.tf", &google_provider(&fake));
@@ -219,7 +222,11 @@ async fn query_lists_weighted_url_maps_and_generated_configuration_imports_clean
         fake.take_requests();
         let out = tf.ok(&["query"]);
         assert!(out.contains("web (3 weighted backends)") && out.contains("api (2 weighted backends)"), "{out}");
-        assert!(!out.contains("static"), "{out}");
+        assert!(
+            out.contains("paths#api (2 weighted backends)") && out.contains("paths#api/10 (2 weighted backends)"),
+            "{out}"
+        );
+        assert!(!out.contains("static") && !out.contains("regional") && !out.contains("paths (") && !out.contains("paths#api/20"), "{out}");
         assert!(fake.take_requests().iter().any(|r| r.starts_with("GET urlMaps (list)")));
         tf.ok(&["query", "-generate-config-out=generated.tf"]);
         let generated = tf.read("generated.tf").unwrap();
@@ -230,9 +237,25 @@ async fn query_lists_weighted_url_maps_and_generated_configuration_imports_clean
         fresh.write("generated.tf", &generated);
         let (_, plan) = fresh.plan_exit_code();
         let plan = flat(&plan);
-        assert!(plan.contains("Plan: 2 to import, 0 to add, 0 to change, 0 to destroy"), "{plan}");
+        assert!(plan.contains("Plan: 4 to import, 0 to add, 0 to change, 0 to destroy"), "{plan}");
         fresh.ok(&["apply", "-auto-approve"]);
         fresh.assert_no_changes();
+
+        // One region's regional URL maps.
+        let regional = self::tf();
+        regional.write("main.tf", &google_provider(&fake));
+        regional.write(
+            "maps.tfquery.hcl",
+            "list \"locality_weighted_backend\" \"tokyo\" {\n  provider         = locality\n  include_resource = true\n\n  config {\n    region = \"asia-northeast1\"\n  }\n}\n",
+        );
+        regional.ok(&["query", "-generate-config-out=generated.tf"]);
+        let generated = regional.read("generated.tf").unwrap();
+        assert!(generated.contains("region") && generated.contains("asia-northeast1") && generated.contains("route_rule_priority"), "{generated}");
+        assert!(!generated.contains("\"web\""), "{generated}");
+        let (_, plan) = regional.plan_exit_code();
+        assert!(flat(&plan).contains("Plan: 2 to import, 0 to add, 0 to change, 0 to destroy"), "{plan}");
+        regional.ok(&["apply", "-auto-approve"]);
+        regional.assert_no_changes();
     })
     .await
     .unwrap();
@@ -270,16 +293,109 @@ async fn shift_weights_action_moves_in_steps_and_validates() {
         // Keys that are not weighted backend services: refused before anything is written.
         tf.write("main.tf", &action("\"web-bs-nagoya\" = 100", ""));
         let out = flat(&tf.fails(&["apply", "-auto-approve", "-invoke=action.locality_shift_weights.drain_tokyo"]));
-        assert!(out.contains("\"web-bs-nagoya\"") && out.contains("web-bs, web-bs-osaka, web-bs-tokyo"), "{out}");
+        assert!(out.contains("\"web-bs-nagoya\"") && out.contains("web-bs, web-bs-tokyo, web-bs-osaka"), "{out}");
         assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
 
-        // All zero, out of range, bad steps: offline checks.
+        // Drain Osaka by naming only Osaka: Tokyo (not named) keeps its weight and carries the
+        // traffic, first put back to 100 by naming it.
+        tf.write("main.tf", &action("\"web-bs-tokyo\" = 100", ""));
+        tf.ok(&["apply", "-auto-approve", "-invoke=action.locality_shift_weights.drain_tokyo"]);
+        tf.write("main.tf", &action("\"web-bs-osaka\" = 0", "    steps = 2\n"));
+        let out = tf.ok(&["apply", "-auto-approve", "-invoke=action.locality_shift_weights.drain_tokyo"]);
+        assert!(out.contains("step 2/2 done: web-bs-osaka=0"), "{out}");
+        assert_eq!(
+            fake.weights(PROJECT, "web-urlmap"),
+            vec![("web-bs".to_string(), 0), ("web-bs-tokyo".to_string(), 100), ("web-bs-osaka".to_string(), 0)]
+        );
+
+        // All zero after the shift (Tokyo named at 0, the others 0 live): refused when the
+        // action is planned, with the live list, before anything is written.
+        fake.take_requests();
+        tf.write("main.tf", &action("\"web-bs-tokyo\" = 0", ""));
+        let out = flat(&tf.fails(&["apply", "-auto-approve", "-invoke=action.locality_shift_weights.drain_tokyo"]));
+        assert!(
+            out.contains("would have weight 0 (web-bs, web-bs-tokyo, web-bs-osaka)") && out.contains("Not listed, and 0 now: web-bs, web-bs-osaka"),
+            "{out}"
+        );
+        assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
+
+        // Out of range, bad steps: offline checks.
         tf.write("main.tf", &action("\"web-bs-osaka\" = 0", "    steps = 0\n"));
         let out = flat(&tf.fails(&["validate"]));
-        assert!(out.contains("Every weight is zero") && out.contains("not a number of steps"), "{out}");
+        assert!(out.contains("not a number of steps"), "{out}");
         tf.write("main.tf", &action("\"web-bs-osaka\" = 1001", "    interval = \"soon\"\n"));
         let out = flat(&tf.fails(&["validate"]));
         assert!(out.contains("Invalid weight") && out.contains("not an interval"), "{out}");
+    })
+    .await
+    .unwrap();
+}
+
+/// The runbook of the action's page, end to end: CI manages the weights with
+/// `locality_weighted_backend`; the on-call engineer drains Tokyo with the action; the next plan
+/// shows the revert as the diff it is, with a warning naming the moved services; once the
+/// configuration follows the shift, the plan is empty and the warning gone. Regional URL map,
+/// path matcher route: the action and the resource address it the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_action_the_resource_plan_warns_before_reverting() {
+    const REGION: &str = "asia-northeast1";
+    let fake = FakeCompute::start().await;
+    fake.put_path_matcher_map(PROJECT, Some(REGION), "web-urlmap");
+    tokio::task::spawn_blocking(move || {
+        let tf = tf();
+        let config = |tokyo: u32, osaka: u32| {
+            format!(
+                "{}\nresource \"locality_weighted_backend\" \"api\" {{\n  region       = \"{REGION}\"\n  url_map      = \"web-urlmap\"\n  path_matcher = \"api\"\n  weights = {{\n    \"api-bs-tokyo\" = {tokyo}\n    \"api-bs-osaka\" = {osaka}\n  }}\n}}\n\n\
+                 action \"locality_shift_weights\" \"drain_tokyo\" {{\n  config {{\n    region       = \"{REGION}\"\n    url_map      = \"web-urlmap\"\n    path_matcher = \"api\"\n    weights      = {{ \"api-bs-tokyo\" = 0, \"api-bs-osaka\" = 100 }}\n  }}\n}}\n",
+                google_provider(&fake)
+            )
+        };
+        tf.write("main.tf", &config(100, 0));
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+
+        // The incident: the action drains Tokyo now.
+        let out = tf.ok(&["apply", "-auto-approve", "-invoke=action.locality_shift_weights.drain_tokyo"]);
+        assert!(out.contains("step 1/1 done: api-bs-osaka=100, api-bs-tokyo=0"), "{out}");
+        assert_eq!(
+            fake.weights_at(PROJECT, Some(REGION), "web-urlmap", "/pathMatchers/0/defaultRouteAction/weightedBackendServices"),
+            [("api-bs-tokyo".to_string(), 0), ("api-bs-osaka".to_string(), 100)]
+        );
+
+        // The next CI plan: the revert is the diff, and a warning says what it is.
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2, "{plan}");
+        assert!(plan.contains("\"api-bs-tokyo\" = 0 -> 100") && plan.contains("\"api-bs-osaka\" = 100 -> 0"), "{plan}");
+        let flat_plan = flat(&plan);
+        assert!(
+            flat_plan.contains("Live weights were changed outside this configuration")
+                && flat_plan.contains("api-bs-osaka: live 100, configured 0; api-bs-tokyo: live 0, configured 100")
+                && flat_plan.contains("applying puts them back"),
+            "{plan}"
+        );
+        eprintln!("revert plan:\n{plan}");
+
+        // The runbook's second half: the configuration follows the shift; nothing to do, no warning.
+        tf.write("main.tf", &config(0, 100));
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 0, "{plan}");
+        assert!(!plan.contains("outside this configuration"), "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+
+        // Import by identity carries region and route.
+        tf.ok(&["state", "rm", "locality_weighted_backend.api"]);
+        tf.write(
+            "import.tf",
+            &format!("import {{\n  to       = locality_weighted_backend.api\n  identity = {{\n    region       = \"{REGION}\"\n    url_map      = \"web-urlmap\"\n    path_matcher = \"api\"\n  }}\n}}\n"),
+        );
+        let (_, plan) = tf.plan_exit_code();
+        assert!(flat(&plan).contains("Plan: 1 to import, 0 to add, 0 to change, 0 to destroy"), "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(
+            identity_of(&tf, "locality_weighted_backend.api"),
+            serde_json::json!({"project": PROJECT, "region": REGION, "url_map": "web-urlmap", "path_matcher": "api", "route_rule_priority": null})
+        );
     })
     .await
     .unwrap();
