@@ -277,17 +277,30 @@ async fn takeover_refused_then_allowed_and_exclusive() {
         tf.assert_no_changes();
 
         // Exclusive: the zone's other mapping is deleted; one added later shows as drift.
+        // Turning it on names what it deletes in a warning on `exclusive`.
         tf.write("main.tf", &hints(&fake, &body("  takeover = true\n  exclusive = true")));
         let (_, plan) = tf.plan_exit_code();
         assert!(plan.contains("unmanaged") && plan.contains("1 -> 0"), "{plan}");
+        assert!(
+            flat(&plan).contains("deletes the 1 mapping(s) of zone") && flat(&plan).contains("198.51.100.99 = gcp:us-central1"),
+            "{plan}"
+        );
         tf.ok(&["apply", "-auto-approve"]);
         assert!(!fake.mappings().contains_key("198.51.100.99"));
         tf.assert_no_changes();
+        // A mapping added out of band: the plan names it, with its value, as a deletion.
         fake.set("198.51.100.98", "aws", "us-east-1");
         let (code, plan) = tf.plan_exit_code();
         assert_eq!(code, 2, "{plan}");
+        assert!(
+            flat(&plan).contains(r#"~ unmanaged_mappings = { - "198.51.100.98" = "aws:us-east-1" -> null }"#),
+            "{plan}"
+        );
+        eprintln!("exclusive plan:\n{plan}");
         tf.ok(&["apply", "-auto-approve"]);
         assert_eq!(fake.mappings().len(), 3);
+        assert!(!fake.mappings().contains_key("198.51.100.98"));
+        tf.assert_no_changes();
         // Destroy with exclusive: the zone is emptied.
         fake.set("198.51.100.97", "aws", "us-east-1");
         tf.ok(&["destroy", "-auto-approve"]);

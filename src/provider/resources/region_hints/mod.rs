@@ -79,6 +79,11 @@ impl Resource<ProviderData> for RegionHints {
         };
         planned.id = planned.zone_id.clone();
         let wanted = desired(config, ranges::active(), diags);
+        planned.unmanaged_mappings = if planned.is_exclusive() {
+            Field::known_map(BTreeMap::<String, String>::new())
+        } else {
+            Field::Null
+        };
         let Some(wanted) = wanted else {
             planned.effective = Field::Unknown;
             planned.unmanaged = Field::Unknown;
@@ -93,6 +98,12 @@ impl Resource<ProviderData> for RegionHints {
             planned.unmanaged = p.unmanaged.clone();
         } else {
             planned.unmanaged = Field::Unknown;
+        }
+        let turned_exclusive = planned.is_exclusive() && !prior.is_some_and(RegionHintsModel::is_exclusive);
+        if let (true, Some(zone)) = (turned_exclusive, planned.zone_id.get()) {
+            // The diff of `unmanaged_mappings` names the deletions once the state tracks them;
+            // the apply that turns `exclusive` on names them here.
+            warn_about_deletions(&zones, zone, &wanted, diags).await;
         }
         if let Some(zone) = planned.zone_id.get() {
             let ips: Vec<String> = wanted.keys().cloned().collect();
@@ -124,7 +135,8 @@ impl Resource<ProviderData> for RegionHints {
             .filter_map(|ip| Some((ip.clone(), hint_of(live.get(ip)?))))
             .collect();
         state.id = zone.as_str().into();
-        state.set_unmanaged(live.len() - effective.len());
+        let zone_hints: BTreeMap<String, String> = live.iter().map(|(ip, m)| (ip.clone(), hint_of(m))).collect();
+        state.set_unmanaged_from(&zone_hints, &effective);
         state.set_effective(&effective);
         Some(state)
     }
@@ -193,11 +205,48 @@ impl Resource<ProviderData> for RegionHints {
             takeover: Field::Null,
             effective: Field::Null,
             unmanaged: Field::Null,
+            unmanaged_mappings: Field::Null,
         };
         state.set_effective(&hints);
         state.set_unmanaged(0);
         Some(state)
     }
+}
+
+/// Most mappings a plan warning names one by one.
+const LISTED_DELETIONS: usize = 50;
+
+/// A plan warning naming the zone's mappings that turning `exclusive` on will delete.
+async fn warn_about_deletions(
+    zones: &Zones,
+    zone: &str,
+    wanted: &BTreeMap<String, Wanted>,
+    diags: &mut Diagnostics,
+) {
+    // Unreadable now: apply lists the zone again and reports it.
+    let Ok(live) = zones.current(zone).await else {
+        return;
+    };
+    let doomed: Vec<String> = live
+        .iter()
+        .filter(|(ip, _)| !wanted.contains_key(*ip))
+        .map(|(ip, m)| format!("{ip} = {}", hint_of(m)))
+        .collect();
+    if doomed.is_empty() {
+        return;
+    }
+    let more = doomed.len().saturating_sub(LISTED_DELETIONS);
+    diags.attribute_warning(
+        AttributePath::root("exclusive"),
+        "Mappings this apply deletes",
+        format!(
+            "With `exclusive = true` the apply deletes the {} mapping(s) of zone {zone} that this resource does not \
+             manage: {}{}.",
+            doomed.len(),
+            doomed.iter().take(LISTED_DELETIONS).cloned().collect::<Vec<_>>().join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        ),
+    );
 }
 
 /// `vendor:region` of a mapping.
@@ -305,7 +354,8 @@ async fn write(
         .map(|(ip, m)| (ip.clone(), hint_of(m)))
         .collect();
     planned.id = zone.as_str().into();
-    planned.set_unmanaged(after.len() - effective.len());
+    let zone_hints: BTreeMap<String, String> = after.iter().map(|(ip, m)| (ip.clone(), hint_of(m))).collect();
+    planned.set_unmanaged_from(&zone_hints, &effective);
     planned.set_effective(&effective);
     if prior.is_none() && effective.is_empty() && diags.has_errors() {
         return None; // nothing was created or adopted: nothing to track

@@ -23,6 +23,8 @@ crate::model! {
         pub effective: Field<BTreeMap<String, Field<String>>>,
         /// How many of the zone's mappings this resource does not manage.
         pub unmanaged: Field<Number>,
+        /// While exclusive: the zone's mappings this resource does not manage.
+        pub unmanaged_mappings: Field<BTreeMap<String, Field<String>>>,
     }
 }
 
@@ -45,6 +47,22 @@ impl RegionHintsModel {
     /// Sets `unmanaged`.
     pub fn set_unmanaged(&mut self, count: usize) {
         self.unmanaged = Field::Known(Number::from(count as u64));
+    }
+
+    /// Sets `unmanaged` and, while exclusive, `unmanaged_mappings`, from what the zone holds
+    /// (canonical IP → `vendor:region`) and what this resource manages.
+    pub fn set_unmanaged_from(&mut self, zone: &BTreeMap<String, String>, effective: &BTreeMap<String, String>) {
+        let others: BTreeMap<String, String> = zone
+            .iter()
+            .filter(|(ip, _)| !effective.contains_key(*ip))
+            .map(|(ip, hint)| (ip.clone(), hint.clone()))
+            .collect();
+        self.set_unmanaged(others.len());
+        self.unmanaged_mappings = if self.is_exclusive() {
+            Field::known_map(others)
+        } else {
+            Field::Null
+        };
     }
 
     /// Whether `exclusive` is true.

@@ -89,9 +89,10 @@ pub fn schema() -> Schema {
                 ),
         )
         .attribute(Attribute::bool("exclusive").optional().description(
-            "When `true`, the zone's mappings that this resource does not manage are deleted, and `unmanaged` is \
-             planned as 0 (so mappings added outside Terraform show as drift). Default: `false`, other mappings \
-             are left alone.",
+            "When `true`, the zone's mappings that this resource does not manage are deleted: the plan shows each \
+             of them as an element removed from `unmanaged_mappings` (IP and current value), and `unmanaged` is \
+             planned as 0, so mappings added outside Terraform show as drift. Turning `exclusive` on lists the \
+             mappings it will delete in a plan warning. Default: `false`, other mappings are left alone.",
         ))
         .attribute(Attribute::bool("takeover").optional().description(
             "When `true`, mappings that already exist with another value are overwritten. Default: `false`, such \
@@ -103,6 +104,11 @@ pub fn schema() -> Schema {
         ))
         .attribute(Attribute::number("unmanaged").computed().description(
             "How many of the zone's mappings this resource does not manage; planned 0 when `exclusive`.",
+        ))
+        .attribute(Attribute::typed("unmanaged_mappings", Type::map(Type::String)).computed().description(
+            "While `exclusive = true`: the zone's mappings this resource does not manage, canonical IP → \
+             `vendor:region`, as refresh found them. Planned empty, so the plan names every mapping the apply will \
+             delete, with its value. Null when not exclusive (the zone's other mappings are not tracked then).",
         )),
     }
 }
