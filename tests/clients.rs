@@ -96,7 +96,11 @@ async fn set_weights_rereads_and_retries_on_a_stale_fingerprint() {
         }),
     ));
     assert!(compute
-        .set_weights(&at(MAP), &Route::Default, &desired(&[("web-bs", 0), ("web-bs-osaka", 100)]))
+        .set_weights(
+            &at(MAP),
+            &Route::Default,
+            &desired(&[("web-bs", 0), ("web-bs-osaka", 100)])
+        )
         .await
         .unwrap());
     let weights: Vec<u64> = fake.weights(PROJECT, MAP).into_iter().map(|(_, w)| w).collect();
@@ -114,7 +118,11 @@ async fn set_weights_rereads_and_retries_on_a_stale_fingerprint() {
 async fn set_weights_refuses_unknown_backends_and_all_zero() {
     let (fake, compute) = compute().await;
     match compute
-        .set_weights(&at(MAP), &Route::Default, &desired(&[("web-bs", 50), ("web-bs-nagoya", 50)]))
+        .set_weights(
+            &at(MAP),
+            &Route::Default,
+            &desired(&[("web-bs", 50), ("web-bs-nagoya", 50)]),
+        )
         .await
     {
         Err(WeightsError::UnknownBackends { unknown, real, .. }) => {
@@ -139,7 +147,9 @@ async fn set_weights_refuses_unknown_backends_and_all_zero() {
     let message = err.to_string();
     assert!(message.contains("web-bs, web-bs-tokyo, web-bs-osaka"), "{message}");
     assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
-    let missing = compute.set_weights(&at("nope"), &Route::Default, &desired(&[("web-bs", 1)])).await;
+    let missing = compute
+        .set_weights(&at("nope"), &Route::Default, &desired(&[("web-bs", 1)]))
+        .await;
     assert!(matches!(missing, Err(WeightsError::Api { .. })), "{missing:?}");
 }
 
@@ -351,17 +361,36 @@ async fn a_path_matcher_route_changes_and_every_other_byte_stays() {
             // fingerprint changed.
             let mut expected = before.clone();
             for entry in expected.pointer_mut(pointer).unwrap().as_array_mut().unwrap() {
-                let name = entry["backendService"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+                let name = entry["backendService"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string();
                 entry["weight"] = want[&name].into();
             }
             expected["fingerprint"] = after["fingerprint"].clone();
             assert_ne!(after["fingerprint"], before["fingerprint"]);
             assert_eq!(after, expected, "{route}: only the weights changed");
             let requests = fake.take_requests();
-            let prefix = if where_.is_some() { "PATCH regions/asia-northeast1/urlMaps/paths" } else { "PATCH urlMaps/paths" };
-            assert_eq!(requests.iter().filter(|r| r.starts_with(prefix)).count(), 1, "{requests:?}");
+            let prefix = if where_.is_some() {
+                "PATCH regions/asia-northeast1/urlMaps/paths"
+            } else {
+                "PATCH urlMaps/paths"
+            };
+            assert_eq!(
+                requests.iter().filter(|r| r.starts_with(prefix)).count(),
+                1,
+                "{requests:?}"
+            );
             if where_.is_some() {
-                assert!(requests.iter().any(|r| r.starts_with("GET regions/asia-northeast1/operations/")), "{requests:?}");
+                assert!(
+                    requests
+                        .iter()
+                        .any(|r| r.starts_with("GET regions/asia-northeast1/operations/")),
+                    "{requests:?}"
+                );
             }
         }
         // A route that does not exist is named with the real ones.
@@ -398,7 +427,17 @@ async fn a_path_matcher_route_changes_and_every_other_byte_stays() {
     }
     // The regional and global maps of one name are different objects.
     assert_eq!(
-        fake.weights_at(PROJECT, None, "paths", "/pathMatchers/0/defaultRouteAction/weightedBackendServices"),
-        fake.weights_at(PROJECT, region, "paths", "/pathMatchers/0/defaultRouteAction/weightedBackendServices"),
+        fake.weights_at(
+            PROJECT,
+            None,
+            "paths",
+            "/pathMatchers/0/defaultRouteAction/weightedBackendServices"
+        ),
+        fake.weights_at(
+            PROJECT,
+            region,
+            "paths",
+            "/pathMatchers/0/defaultRouteAction/weightedBackendServices"
+        ),
     );
 }

@@ -27,7 +27,6 @@ fn known_addresses_of_every_cloud_resolve_to_their_region() {
             }
             let candidate = table
                 .ranges()
-                .iter()
                 .filter(|r| r.vendor == vendor && r.region.is_some() && r.net.addr().is_ipv6() == v6)
                 .find(|r| {
                     let mid = middle(r.net);
@@ -35,11 +34,8 @@ fn known_addresses_of_every_cloud_resolve_to_their_region() {
                 });
             let r = candidate.unwrap_or_else(|| panic!("no {vendor:?} v6={v6} range"));
             let hit = table.lookup(middle(r.net)).unwrap();
-            assert_eq!((hit.vendor, &hit.region), (vendor, &r.region));
-            assert_eq!(
-                hit.hint(),
-                Some(format!("{}:{}", vendor.as_str(), r.region.as_ref().unwrap()))
-            );
+            assert_eq!((hit.vendor, hit.region), (vendor, r.region));
+            assert_eq!(hit.hint(), Some(format!("{}:{}", vendor.as_str(), r.region.unwrap())));
             checked.push(format!("{} {}", r.net, hit.hint().unwrap()));
         }
     }
@@ -132,6 +128,22 @@ fn snapshots_are_built_from_the_official_file_formats() {
     assert_eq!(look("2603:1040:1::1").as_deref(), Some("azure:japaneast"));
     assert_eq!(look("140.238.50.1").as_deref(), Some("oci:ap-osaka-1"));
 
+    // Without -o: the per-user data path, never the source tree.
+    let data_home = dir.path().join("data");
+    let status = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .env("XDG_DATA_HOME", &data_home)
+        .args([
+            "ranges", "update", "--aws", &aws, "--gcp", &gcp, "--azure", &azure, "--oci", &oci,
+        ])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let written = data_home.join("locality/ranges.bin");
+    assert!(Table::decode(&std::fs::read(&written).unwrap()).is_ok());
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains(&format!("export LOCALITY_RANGES_FILE={}", written.display()))
+    );
+
     // A file in the wrong format is refused with its name.
     let bad = write("bad.json", serde_json::json!({"prefixes": "nope"}));
     let status = Command::new(env!("CARGO_BIN_EXE_locality"))
@@ -148,6 +160,7 @@ fn snapshots_are_built_from_the_official_file_formats() {
 #[test]
 fn lookup_command_answers_like_the_data_source() {
     let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .env_remove("LOCALITY_RANGES_FILE")
         .args(["lookup", "--json", "3.112.0.10", "192.0.2.1"])
         .output()
         .unwrap();
@@ -158,6 +171,7 @@ fn lookup_command_answers_like_the_data_source() {
         .collect();
     assert_eq!(lines[0]["hint"], "aws:ap-northeast-1");
     assert_eq!(lines[0]["found"], true);
+    assert_eq!(lines[0]["ranges_source"], "built-in");
     assert_eq!(lines[1]["found"], false);
     let out = Command::new(env!("CARGO_BIN_EXE_locality"))
         .args(["lookup", "not-an-ip"])
@@ -190,6 +204,7 @@ async fn data_sources_through_terraform_feed_region_hints() {
              output \"v6\" {{\n  value = data.locality_cloud_region.v6.hint\n}}\n\
              output \"nowhere\" {{\n  value = data.locality_cloud_region.nowhere.found\n}}\n\
              output \"date\" {{\n  value = data.locality_cloud_region.origin.ranges_date\n}}\n\
+             output \"source\" {{\n  value = data.locality_cloud_region.origin.ranges_source\n}}\n\
              output \"anycast\" {{\n  value = data.locality_anycast_check.anycast.anycast\n}}\n\
              output \"unicast\" {{\n  value = data.locality_anycast_check.unicast.anycast\n}}\n\
              output \"violations\" {{\n  value = jsonencode(data.locality_anycast_check.anycast.violations)\n}}\n",
@@ -205,6 +220,7 @@ async fn data_sources_through_terraform_feed_region_hints() {
         assert_eq!(tf.output("v6"), "aws:ap-northeast-1");
         assert_eq!(tf.output("nowhere"), "false");
         assert_eq!(tf.output("date"), "2026-10-26");
+        assert_eq!(tf.output("source"), "built-in");
         assert_eq!(fake.mappings()["3.112.0.10"], ("aws".into(), "ap-northeast-1".into()), "the hint came from the data source");
         assert_eq!(tf.output("anycast"), "true");
         assert_eq!(tf.output("unicast"), "false");
@@ -243,10 +259,23 @@ fn the_builtin_snapshot_is_present_and_dated() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ranges/snapshot.bin");
     let table = Table::decode(&std::fs::read(path).unwrap()).unwrap();
     assert_eq!(table.date, "2026-10-26");
-    assert!(table.ranges().len() > 50_000);
+    assert!(table.len() > 50_000);
     let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .env_remove("LOCALITY_RANGES_FILE")
         .args(["ranges", "info"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("snapshot date: 2026-10-26"));
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        info.contains("snapshot: the built-in snapshot") && info.contains("snapshot date: 2026-10-26 ("),
+        "{info}"
+    );
+    // A file that is not a snapshot: exit 1, named.
+    let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .env("LOCALITY_RANGES_FILE", "/nonexistent/ranges.bin")
+        .args(["ranges", "info"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("LOCALITY_RANGES_FILE=/nonexistent/ranges.bin"));
 }

@@ -450,6 +450,54 @@ async fn origins_follow_the_official_range_files() {
             ])
         );
         tf.assert_no_changes();
+
+        // The CLI answers from the same snapshot as the provider (LOCALITY_RANGES_FILE, or
+        // --ranges) and says which one; without either, from the built-in one.
+        let lookup = |env: Option<&std::path::Path>, extra: &[&str]| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_locality"));
+            command.env_remove("LOCALITY_RANGES_FILE").arg("lookup").args(extra).arg("52.199.7.7");
+            if let Some(file) = env {
+                command.env("LOCALITY_RANGES_FILE", file);
+            }
+            let out = command.output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+        };
+        let (stdout, stderr) = lookup(Some(&snapshot), &[]);
+        assert!(stdout.contains("aws:eu-central-1"), "{stdout}");
+        assert!(stderr.contains(&format!("ranges: {}, dated 2026-11-29", snapshot.display())), "{stderr}");
+        let (stdout, _) = lookup(None, &["--json", "--ranges", snapshot.to_str().unwrap()]);
+        let answer: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(answer["hint"], "aws:eu-central-1");
+        assert_eq!(answer["ranges_source"], snapshot.display().to_string());
+        assert_eq!(answer["ranges_date"], "2026-11-29");
+        let (stdout, stderr) = lookup(None, &[]);
+        assert!(stdout.contains("aws:ap-northeast-1") && stderr.contains("ranges: the built-in snapshot, dated 2026-10-26"), "{stdout}{stderr}");
+
+        // A snapshot older than 180 days: a plan-time warning on `origins`, naming its date.
+        let old = dir.path().join("old.bin");
+        let status = Command::new(env!("CARGO_BIN_EXE_locality"))
+            .args(["ranges", "update", "--aws", &aws, "--gcp", &gcp, "--azure", &azure, "--oci", &oci, "--date", "2025-01-01", "-o"])
+            .arg(&old)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+        tf.env("LOCALITY_RANGES_FILE", old.to_str().unwrap());
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 0, "{plan}");
+        let flat_plan = flat(&plan);
+        assert!(flat_plan.contains("Old IP-range snapshot") && flat_plan.contains("is dated 2025-01-01"), "{plan}");
+        // The data source warns the same way, and says which snapshot answered.
+        tf.write(
+            "data.tf",
+            "data \"locality_cloud_region\" \"x\" {\n  ip = \"52.199.7.7\"\n}\n\noutput \"source\" {\n  value = \"${data.locality_cloud_region.x.ranges_source} ${data.locality_cloud_region.x.ranges_date} ${data.locality_cloud_region.x.hint}\"\n}\n",
+        );
+        let out = flat(&tf.ok(&["apply", "-auto-approve"]));
+        assert!(out.contains("Old IP-range snapshot") && out.contains("old.bin) is dated 2025-01-01"), "{out}");
+        assert_eq!(tf.output("source"), format!("{} 2025-01-01 aws:eu-central-1", old.display()));
+        std::fs::remove_file(tf.path("data.tf")).unwrap();
+        tf.env("LOCALITY_RANGES_FILE", snapshot.to_str().unwrap());
+
         // A range without a region, and the built-in snapshot's 34.84.1.1 which this file lacks.
         tf.write("main.tf", &hints(&fake, "  origins = [\"52.94.1.1\", \"34.84.1.1\"]"));
         let out = tf.fails(&["plan"]);

@@ -33,7 +33,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Hcl)]
         format: OutputFormat,
     },
-    /// Which cloud region is this IP in? (from the built-in snapshot of the clouds' ranges)
+    /// Which cloud region is this IP in? (from the snapshot of the clouds' ranges the provider
+    /// uses: --ranges FILE, else LOCALITY_RANGES_FILE, else the built-in one)
     Lookup {
         /// IPv4 or IPv6 addresses.
         #[arg(required = true)]
@@ -41,8 +42,12 @@ enum Command {
         /// One JSON object per address.
         #[arg(long)]
         json: bool,
+        /// A snapshot file written by `locality ranges update` (default: LOCALITY_RANGES_FILE,
+        /// else the built-in snapshot).
+        #[arg(long, value_name = "FILE")]
+        ranges: Option<PathBuf>,
     },
-    /// Manage the built-in IP-range snapshot.
+    /// The IP-range snapshot: rebuild it from the clouds' files, or show one.
     Ranges {
         #[command(subcommand)]
         command: RangesCommand,
@@ -68,12 +73,18 @@ enum RangesCommand {
         /// The snapshot's date (default: the newest date in the files).
         #[arg(long)]
         date: Option<String>,
-        /// Where to write the snapshot.
-        #[arg(short = 'o', long = "output", default_value = "src/ranges/snapshot.bin")]
-        output: PathBuf,
+        /// Where to write the snapshot (default: $XDG_DATA_HOME/locality/ranges.bin, else
+        /// ~/.local/share/locality/ranges.bin). Point LOCALITY_RANGES_FILE at it.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
     },
-    /// Show the built-in snapshot's date, size and contents.
-    Info,
+    /// Show a snapshot's source, date, size and contents (--ranges FILE, else
+    /// LOCALITY_RANGES_FILE, else the built-in one).
+    Info {
+        /// A snapshot file written by `locality ranges update`.
+        #[arg(long, value_name = "FILE")]
+        ranges: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -104,15 +115,20 @@ fn main() -> ExitCode {
             };
             ExitCode::from(run(&args, &mut std::io::stdout(), &mut std::io::stderr()))
         }
-        Command::Lookup { ips, json } => ExitCode::from(command::lookup(
+        Command::Lookup { ips, json, ranges } => ExitCode::from(command::lookup(
+            ranges.as_deref(),
             &ips,
             json,
             &mut std::io::stdout(),
             &mut std::io::stderr(),
         )),
         Command::Ranges {
-            command: RangesCommand::Info,
-        } => ExitCode::from(command::info(&mut std::io::stdout())),
+            command: RangesCommand::Info { ranges },
+        } => ExitCode::from(command::info(
+            ranges.as_deref(),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
         Command::Ranges {
             command:
                 RangesCommand::Update {
@@ -124,6 +140,13 @@ fn main() -> ExitCode {
                     output,
                 },
         } => {
+            let Some(output) = output.or_else(command::default_update_path) else {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: neither XDG_DATA_HOME nor HOME is set: pass -o FILE"
+                );
+                return ExitCode::from(2);
+            };
             let sources = command::Sources { aws, gcp, azure, oci };
             let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
             match runtime.block_on(command::update(&sources, date, &output, &mut std::io::stdout())) {

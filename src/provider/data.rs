@@ -42,6 +42,9 @@ impl NotConfigured {
     }
 }
 
+/// Backend-service name → (weight in Terraform's state, live weight).
+pub(crate) type MovedWeights = BTreeMap<String, (u32, u32)>;
+
 /// What resources receive: the resolved configuration and lazily built API clients.
 pub struct ProviderData {
     /// The provider block, resolved against the environment.
@@ -54,7 +57,7 @@ pub struct ProviderData {
     /// Weights that refresh found moved outside Terraform, by resource ID: backend-service
     /// name → (weight in Terraform's state, live weight). Refresh and plan of one resource run
     /// in the same provider process, so plan can tell a live change from a configuration change.
-    moved_weights: Mutex<HashMap<String, BTreeMap<String, (u32, u32)>>>,
+    moved_weights: Mutex<HashMap<String, MovedWeights>>,
 }
 
 impl ProviderData {
@@ -72,13 +75,13 @@ impl ProviderData {
 
     /// Records what refresh found about a weighted route: the services whose live weight
     /// differs from the state's (empty when none do).
-    pub fn record_moved_weights(&self, id: &str, moved: BTreeMap<String, (u32, u32)>) {
+    pub fn record_moved_weights(&self, id: &str, moved: MovedWeights) {
         let mut all = self.moved_weights.lock().unwrap_or_else(|e| e.into_inner());
         all.insert(id.to_string(), moved);
     }
 
     /// The services whose weights refresh found moved outside Terraform, for a resource ID.
-    pub fn moved_weights(&self, id: &str) -> BTreeMap<String, (u32, u32)> {
+    pub fn moved_weights(&self, id: &str) -> MovedWeights {
         let all = self.moved_weights.lock().unwrap_or_else(|e| e.into_inner());
         all.get(id).cloned().unwrap_or_default()
     }

@@ -1,12 +1,40 @@
-//! `locality lookup` and `locality ranges update|info`.
+//! `locality lookup` and `locality ranges update|info`. They answer from the same snapshot as
+//! the provider: `--ranges FILE`, else the file `LOCALITY_RANGES_FILE` names, else the
+//! built-in one; and say which one and its date.
 
 use std::io::Write;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value as Json};
 
-use super::{builtin, sources, Range, Table};
+use super::{builtin, env_file, load_file, sources, staleness, Hit, Source, Table, RANGES_FILE_ENV};
+
+/// The snapshot a command uses: `--ranges FILE`, else [`RANGES_FILE_ENV`], else the built-in one.
+///
+/// # Errors
+/// The file cannot be read or is not a snapshot (never silently the built-in one instead).
+pub fn open(flag: Option<&Path>) -> Result<(Source, std::borrow::Cow<'static, Table>), String> {
+    let (path, via_env) = match flag {
+        Some(path) => (Some(path.to_path_buf()), false),
+        None => (env_file(), true),
+    };
+    match path {
+        None => Ok((Source::BuiltIn, std::borrow::Cow::Borrowed(builtin()))),
+        Some(path) => {
+            let table = load_file(&path).map_err(|e| if via_env { format!("{RANGES_FILE_ENV}={e}") } else { e })?;
+            Ok((Source::File(path), std::borrow::Cow::Owned(table)))
+        }
+    }
+}
+
+/// The per-user file `locality ranges update` writes by default:
+/// `$XDG_DATA_HOME/locality/ranges.bin`, else `$HOME/.local/share/locality/ranges.bin`.
+pub fn default_update_path() -> Option<PathBuf> {
+    let nonempty = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let data = nonempty("XDG_DATA_HOME").or_else(|| nonempty("HOME").map(|h| h.join(".local/share")))?;
+    Some(data.join("locality").join("ranges.bin"))
+}
 
 /// Official locations of the range files. Azure's file name changes every week: its download
 /// page is read to find the current one.
@@ -18,22 +46,47 @@ pub const AZURE_PAGE: &str = "https://www.microsoft.com/en-us/download/details.a
 /// Oracle's ranges.
 pub const OCI_URL: &str = "https://docs.oracle.com/en-us/iaas/tools/public_ip_ranges.json";
 
-/// One lookup answer as JSON (what `locality lookup --json` prints and the data source returns).
-pub fn answer(ip: IpAddr, found: Option<&Range>, date: &str) -> Json {
+/// How a source is named in output: `built-in` or the file's path.
+fn source_name(source: &Source) -> String {
+    match source {
+        Source::BuiltIn => "built-in".to_string(),
+        Source::File(path) => path.display().to_string(),
+    }
+}
+
+/// One lookup answer as JSON (what `locality lookup --json` prints; the same fields as the
+/// `locality_cloud_region` data source).
+pub fn answer(ip: IpAddr, found: Option<Hit<'_>>, date: &str, source: &Source) -> Json {
+    let source = source_name(source);
     match found {
         Some(r) => json!({
             "ip": ip.to_string(), "found": true, "vendor": r.vendor.as_str(), "region": r.region,
             "prefix": r.net.to_string(), "service": r.service, "hint": r.hint(), "ranges_date": date,
+            "ranges_source": source,
         }),
         None => {
-            json!({"ip": ip.to_string(), "found": false, "vendor": null, "region": null, "prefix": null, "service": null, "hint": null, "ranges_date": date})
+            json!({"ip": ip.to_string(), "found": false, "vendor": null, "region": null, "prefix": null, "service": null, "hint": null, "ranges_date": date, "ranges_source": source})
         }
     }
 }
 
-/// `locality lookup IP...`: exit 0, or 2 when an argument is not an IP address.
-pub fn lookup(ips: &[String], as_json: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let table = builtin();
+/// `locality lookup [--ranges FILE] IP...`: exit 0, 2 when an argument is not an IP address,
+/// 1 when the snapshot file cannot be read. Which snapshot answered (and its date) goes to
+/// stderr in text mode, into each object with `--json`.
+pub fn lookup(ranges: Option<&Path>, ips: &[String], as_json: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let (source, table) = match open(ranges) {
+        Ok(opened) => opened,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
+    if let Some(stale) = staleness(&table, &source, std::time::SystemTime::now()) {
+        let _ = writeln!(err, "warning: {stale}");
+    }
+    if !as_json {
+        let _ = writeln!(err, "ranges: {source}, dated {}", table.date);
+    }
     let mut code = 0;
     for text in ips {
         let Ok(ip) = text.trim().parse::<IpAddr>() else {
@@ -43,7 +96,7 @@ pub fn lookup(ips: &[String], as_json: bool, out: &mut dyn Write, err: &mut dyn 
         };
         let hit = table.lookup(ip);
         if as_json {
-            let _ = writeln!(out, "{}", answer(ip, hit, &table.date));
+            let _ = writeln!(out, "{}", answer(ip, hit, &table.date, &source));
         } else {
             match hit {
                 Some(r) => {
@@ -51,7 +104,7 @@ pub fn lookup(ips: &[String], as_json: bool, out: &mut dyn Write, err: &mut dyn 
                         out,
                         "{ip}\t{}\t{}\t{}\t{}\t{}",
                         r.vendor.as_str(),
-                        r.region.as_deref().unwrap_or("-"),
+                        r.region.unwrap_or("-"),
                         r.net,
                         r.service,
                         r.hint().unwrap_or_else(|| "-".into())
@@ -66,16 +119,26 @@ pub fn lookup(ips: &[String], as_json: bool, out: &mut dyn Write, err: &mut dyn 
     code
 }
 
-/// `locality ranges info`.
-pub fn info(out: &mut dyn Write) -> u8 {
-    let table = builtin();
+/// `locality ranges info [--ranges FILE]`: exit 0, or 1 when the snapshot file cannot be read.
+pub fn info(ranges: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let (source, table) = match open(ranges) {
+        Ok(opened) => opened,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
     let mut per_vendor = std::collections::BTreeMap::new();
     for r in table.ranges() {
         *per_vendor.entry(r.vendor.as_str()).or_insert(0usize) += 1;
     }
-    let _ = writeln!(out, "snapshot date: {}", table.date);
-    let _ = writeln!(out, "snapshot size: {} bytes", super::SNAPSHOT.len());
-    let _ = writeln!(out, "ranges: {}", table.ranges().len());
+    let _ = writeln!(out, "snapshot: {source}");
+    let age = table
+        .age_days(std::time::SystemTime::now())
+        .map_or_else(String::new, |days| format!(" ({days} days ago)"));
+    let _ = writeln!(out, "snapshot date: {}{age}", table.date);
+    let _ = writeln!(out, "snapshot size: {} bytes", table.encode().len());
+    let _ = writeln!(out, "ranges: {}", table.len());
     for (vendor, n) in per_vendor {
         let _ = writeln!(out, "  {vendor}: {n}");
     }
@@ -141,7 +204,8 @@ async fn azure_json(location: &str) -> Result<Json, String> {
     fetch_json(&link).await
 }
 
-/// `locality ranges update`: builds a snapshot from the four files and writes it to `output`.
+/// `locality ranges update`: builds a snapshot from the four files and writes it to `output`
+/// (through a temporary file in the same folder, renamed into place; folders are created).
 ///
 /// # Errors
 /// A message naming the file that could not be read or parsed.
@@ -164,12 +228,21 @@ pub async fn update(
         .ok_or("no file carries a date: pass --date YYYY-MM-DD")?;
     let table = Table::new(&date, ranges);
     let bytes = table.encode();
-    std::fs::write(output, &bytes).map_err(|e| format!("{}: {e}", output.display()))?;
+    let shown = output.display();
+    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let temporary = output.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&temporary, &bytes)
+        .and_then(|()| std::fs::rename(&temporary, output))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&temporary);
+            format!("{shown}: {e}")
+        })?;
     let _ = writeln!(
         out,
-        "wrote {} ({} ranges, {} bytes, dated {date})",
-        output.display(),
-        table.ranges().len(),
+        "wrote {shown} ({} ranges, {} bytes, dated {date})\nuse it: export {RANGES_FILE_ENV}={shown}",
+        table.len(),
         bytes.len()
     );
     Ok(())

@@ -131,7 +131,10 @@ impl FakeCompute {
                 "/compute/v1/projects/{project}/global/operations/{op}",
                 get(get_operation_global),
             )
-            .route("/compute/v1/projects/{project}/regions/{region}/urlMaps", get(list_regional))
+            .route(
+                "/compute/v1/projects/{project}/regions/{region}/urlMaps",
+                get(list_regional),
+            )
             .route(
                 "/compute/v1/projects/{project}/regions/{region}/urlMaps/{name}",
                 get(get_regional).patch(patch_regional),
@@ -185,8 +188,11 @@ impl FakeCompute {
         s.fingerprints += 1;
         map["name"] = name.into();
         map["kind"] = "compute#urlMap".into();
-        map["selfLink"] =
-            format!("https://www.googleapis.com/compute/v1/projects/{project}/{}/urlMaps/{name}", scope(region)).into();
+        map["selfLink"] = format!(
+            "https://www.googleapis.com/compute/v1/projects/{project}/{}/urlMaps/{name}",
+            scope(region)
+        )
+        .into();
         map["fingerprint"] = format!("fp-{}", s.fingerprints).into();
         if let Some(region) = region {
             map["region"] = format!("https://www.googleapis.com/compute/v1/projects/{project}/regions/{region}").into();
@@ -202,7 +208,8 @@ impl FakeCompute {
     pub fn put_path_matcher_map(&self, project: &str, region: Option<&str>, name: &str) {
         let bs = |n: &str| self_link(project, n);
         let mut v2 = weighted(project, &[("api-v2-tokyo", 100), ("api-v2-osaka", 0)]);
-        v2[0]["headerAction"] = json!({"requestHeadersToAdd": [{"headerName": "x-region", "headerValue": "tokyo", "replace": true}]});
+        v2[0]["headerAction"] =
+            json!({"requestHeadersToAdd": [{"headerName": "x-region", "headerValue": "tokyo", "replace": true}]});
         let map = json!({
             "id": "9876543210987654321",
             "defaultService": bs("web-bs"),
@@ -297,7 +304,13 @@ fn names_and_weights(map: &Value, pointer: &str) -> Vec<(String, u64)> {
         .iter()
         .map(|e| {
             (
-                e["backendService"].as_str().unwrap().rsplit('/').next().unwrap().to_string(),
+                e["backendService"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string(),
                 e["weight"].as_u64().unwrap_or(0),
             )
         })
@@ -455,7 +468,11 @@ fn shown(where_: &str, name: &str) -> String {
     }
 }
 
-async fn get_map(State(state): Shared, (project, where_, name): (String, String, String), headers: HeaderMap) -> Response {
+async fn get_map(
+    State(state): Shared,
+    (project, where_, name): (String, String, String),
+    headers: HeaderMap,
+) -> Response {
     let silent = {
         let mut s = state.lock().unwrap();
         let silent = s.silent_reads > 0;
@@ -609,7 +626,11 @@ fn operation_reply(
     .into_response()
 }
 
-async fn get_operation(State(state): Shared, (_project, where_, op): (String, String, String), headers: HeaderMap) -> Response {
+async fn get_operation(
+    State(state): Shared,
+    (_project, where_, op): (String, String, String),
+    headers: HeaderMap,
+) -> Response {
     let mut s = state.lock().unwrap();
     let line = if where_ == "global" {
         format!("GET operations/{op}")

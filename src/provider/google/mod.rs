@@ -214,7 +214,10 @@ impl std::fmt::Display for Route {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
     /// No path matcher of that name.
-    #[error("URL map {url_map} has no path matcher {name:?}; its path matchers are: {}.", listed(real))]
+    #[error(
+        "URL map {url_map} has no path matcher {name:?}; its path matchers are: {}.",
+        listed(real)
+    )]
     NoPathMatcher {
         /// The URL map.
         url_map: String,
@@ -280,7 +283,10 @@ impl UrlMap {
     fn pointer(&self, route: &Route) -> Result<String, RouteError> {
         let matcher = |name: &str| {
             let matchers = self.raw.get("pathMatchers").and_then(Json::as_array);
-            let found = matchers.and_then(|all| all.iter().position(|m| m.get("name").and_then(Json::as_str) == Some(name)));
+            let found = matchers.and_then(|all| {
+                all.iter()
+                    .position(|m| m.get("name").and_then(Json::as_str) == Some(name))
+            });
             found.ok_or_else(|| RouteError::NoPathMatcher {
                 url_map: self.name.clone(),
                 name: name.to_string(),
@@ -294,7 +300,10 @@ impl UrlMap {
         Ok(match route {
             Route::Default => "/defaultRouteAction/weightedBackendServices".to_string(),
             Route::PathMatcher(name) => {
-                format!("/pathMatchers/{}/defaultRouteAction/weightedBackendServices", matcher(name)?)
+                format!(
+                    "/pathMatchers/{}/defaultRouteAction/weightedBackendServices",
+                    matcher(name)?
+                )
             }
             Route::RouteRule { path_matcher, priority } => {
                 let i = matcher(path_matcher)?;
@@ -344,7 +353,13 @@ impl UrlMap {
             Route::Default,
             entries(self.raw.pointer("/defaultRouteAction/weightedBackendServices")),
         )];
-        for matcher in self.raw.get("pathMatchers").and_then(Json::as_array).into_iter().flatten() {
+        for matcher in self
+            .raw
+            .get("pathMatchers")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
             let Some(name) = matcher.get("name").and_then(Json::as_str) else {
                 continue;
             };
@@ -652,12 +667,17 @@ impl Compute {
                 query.push(("pageToken", t.clone()));
             }
             let raw = self
-                .call(&format!("the URL maps of {where_}"), || self.http.get(&url).query(&query))
+                .call(&format!("the URL maps of {where_}"), || {
+                    self.http.get(&url).query(&query)
+                })
                 .await?;
-            let page: Page =
-                serde_json::from_value(raw).map_err(|e| ComputeError::Decode(format!("URL map list of {where_}: {e}")))?;
+            let page: Page = serde_json::from_value(raw)
+                .map_err(|e| ComputeError::Decode(format!("URL map list of {where_}: {e}")))?;
             for item in page.items {
-                all.push(UrlMap::from_json(item).map_err(|e| ComputeError::Decode(format!("URL map list of {where_}: {e}")))?);
+                all.push(
+                    UrlMap::from_json(item)
+                        .map_err(|e| ComputeError::Decode(format!("URL map list of {where_}: {e}")))?,
+                );
             }
             match page.next_page_token.filter(|t| !t.is_empty()) {
                 Some(next) => token = Some(next),

@@ -1,5 +1,6 @@
 //! `locality_cloud_region`: which cloud region an IP is in, from the clouds' published ranges
-//! (the snapshot built into the binary, `crate::ranges`). Works offline.
+//! (the snapshot built into the binary or `LOCALITY_RANGES_FILE`'s, `crate::ranges`). Works
+//! offline.
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs);
 //! - `model.rs`: the model, the only place attributes are named;
@@ -16,7 +17,7 @@ pub use model::CloudRegionModel;
 pub use schema::schema;
 
 use crate::provider::ProviderData;
-use crate::ranges::active;
+use crate::ranges::{active, active_source, staleness, Source};
 use crate::tfplugin::{AttributePath, Context, DataSource, Diagnostic, Diagnostics, Field, Schema};
 
 /// The data source type.
@@ -65,14 +66,23 @@ impl DataSource<ProviderData> for CloudRegion {
             return None;
         };
         let table = diags.check(active().map_err(|e| Diagnostic::error("Cannot read the IP-range snapshot", e)))?;
+        let source = active_source();
+        if let Some(stale) = staleness(table, &source, std::time::SystemTime::now()) {
+            diags.warning("Old IP-range snapshot", stale);
+        }
         let hit = table.lookup(ip);
         config.found = Field::Known(hit.is_some());
         config.vendor = hit.map(|r| r.vendor.as_str().to_string()).into();
-        config.region = hit.and_then(|r| r.region.clone()).into();
+        config.region = hit.and_then(|r| r.region.map(str::to_string)).into();
         config.prefix = hit.map(|r| r.net.to_string()).into();
-        config.service = hit.map(|r| r.service.clone()).into();
+        config.service = hit.map(|r| r.service.to_string()).into();
         config.hint = hit.and_then(|r| r.hint()).into();
         config.ranges_date = table.date.as_str().into();
+        config.ranges_source = match source {
+            Source::BuiltIn => "built-in".to_string(),
+            Source::File(path) => path.display().to_string(),
+        }
+        .into();
         Some(config)
     }
 }

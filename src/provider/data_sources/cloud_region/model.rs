@@ -21,6 +21,8 @@ crate::model! {
         pub hint: Field<String>,
         /// The snapshot's date.
         pub ranges_date: Field<String>,
+        /// Which snapshot answered: `built-in` or the file's path.
+        pub ranges_source: Field<String>,
     }
 }
 

@@ -141,7 +141,7 @@ pub fn desired(
                 continue;
             }
         };
-        let Some(region) = range.region.clone() else {
+        let Some(region) = range.region.map(str::to_string) else {
             diags.attribute_error(
                 path,
                 "IP in no region",

@@ -78,6 +78,14 @@ impl Resource<ProviderData> for RegionHints {
             return;
         };
         planned.id = planned.zone_id.clone();
+        if config.origins.get().is_some_and(|o| !o.is_empty()) {
+            if let Ok(table) = ranges::active() {
+                let stale = ranges::staleness(table, &ranges::active_source(), std::time::SystemTime::now());
+                if let Some(stale) = stale {
+                    diags.attribute_warning(AttributePath::root("origins"), "Old IP-range snapshot", stale);
+                }
+            }
+        }
         let wanted = desired(config, ranges::active(), diags);
         planned.unmanaged_mappings = if planned.is_exclusive() {
             Field::known_map(BTreeMap::<String, String>::new())
@@ -217,12 +225,7 @@ impl Resource<ProviderData> for RegionHints {
 const LISTED_DELETIONS: usize = 50;
 
 /// A plan warning naming the zone's mappings that turning `exclusive` on will delete.
-async fn warn_about_deletions(
-    zones: &Zones,
-    zone: &str,
-    wanted: &BTreeMap<String, Wanted>,
-    diags: &mut Diagnostics,
-) {
+async fn warn_about_deletions(zones: &Zones, zone: &str, wanted: &BTreeMap<String, Wanted>, diags: &mut Diagnostics) {
     // Unreadable now: apply lists the zone again and reports it.
     let Ok(live) = zones.current(zone).await else {
         return;
@@ -243,8 +246,17 @@ async fn warn_about_deletions(
             "With `exclusive = true` the apply deletes the {} mapping(s) of zone {zone} that this resource does not \
              manage: {}{}.",
             doomed.len(),
-            doomed.iter().take(LISTED_DELETIONS).cloned().collect::<Vec<_>>().join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            doomed
+                .iter()
+                .take(LISTED_DELETIONS)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         ),
     );
 }

@@ -225,8 +225,7 @@ impl Resource<ProviderData> for WeightedBackend {
         {
             Ok(_) => {}
             // The configuration alone proves it: every weighted service is listed, all at 0.
-            Err(e @ WeightsError::AllZero { .. })
-                if matches!(&e, WeightsError::AllZero { unlisted, .. } if unlisted.is_empty()) =>
+            Err(e @ WeightsError::AllZero { .. }) if matches!(&e, WeightsError::AllZero { unlisted, .. } if unlisted.is_empty()) =>
             {
                 diags.add(Diagnostic::from(e));
             }
@@ -492,7 +491,10 @@ mod tests {
     #[test]
     fn import_ids_name_global_and_regional_maps_and_their_routes() {
         let (at, route) = parse_import_id("winticket-prod/web-urlmap").unwrap();
-        assert_eq!((at.to_string(), route), ("winticket-prod/web-urlmap".to_string(), Route::Default));
+        assert_eq!(
+            (at.to_string(), route),
+            ("winticket-prod/web-urlmap".to_string(), Route::Default)
+        );
         let (at, route) = parse_import_id("winticket-prod/asia-northeast1/web-urlmap#api/10").unwrap();
         assert_eq!(at.region.as_deref(), Some("asia-northeast1"));
         assert_eq!(
@@ -502,7 +504,10 @@ mod tests {
                 priority: 10
             }
         );
-        assert_eq!(route_id(&at, &route), "winticket-prod/asia-northeast1/web-urlmap#api/10");
+        assert_eq!(
+            route_id(&at, &route),
+            "winticket-prod/asia-northeast1/web-urlmap#api/10"
+        );
         assert_eq!(
             parse_import_id("winticket-prod/web-urlmap#api").unwrap().1,
             Route::PathMatcher("api".into())
