@@ -8,7 +8,9 @@
 //! - `json`: the same as JSON (UpgradeResourceState's raw state);
 //! - `spec`: `locality gen` on HCL and on JSON text, diagnostics rendered;
 //! - `import`: every resource's import ID parser (no credentials: nothing leaves the process);
-//! - `text`: IP, endpoint, zone, URL and region-name parsers.
+//! - `text`: IP, endpoint, zone, URL and region-name parsers;
+//! - `snapshot`: an IP-range snapshot file (`LOCALITY_RANGES_FILE`, either format version),
+//!   then lookups and a walk over its ranges when it opens.
 
 #![allow(dead_code, unreachable_pub)] // shared with the fuzz crate, where these items are its own
 
@@ -21,7 +23,7 @@ use locality::tfplugin::value::{decode_json, decode_msgpack};
 use locality::tfplugin::{Context, Diagnostics, Provider};
 
 /// The targets, by name.
-pub const TARGETS: [&str; 5] = ["msgpack", "json", "spec", "import", "text"];
+pub const TARGETS: [&str; 6] = ["msgpack", "json", "spec", "import", "text", "snapshot"];
 
 /// Runs target `name` on `data`. Panics only on a bug (what the fuzzer looks for).
 pub fn run(name: &str, data: &[u8]) {
@@ -31,6 +33,7 @@ pub fn run(name: &str, data: &[u8]) {
         "spec" => spec(data),
         "import" => import(data),
         "text" => text(data),
+        "snapshot" => snapshot(data),
         other => panic!("no fuzz target {other:?}"),
     }
 }
@@ -96,4 +99,24 @@ fn text(data: &[u8]) {
     if let Ok(ip) = text.trim().parse::<std::net::IpAddr>() {
         let _ = locality::ranges::builtin().lookup(ip);
     }
+}
+
+fn snapshot(data: &[u8]) {
+    let Ok(table) = locality::ranges::Table::decode(data) else {
+        return;
+    };
+    for ip in [
+        "0.0.0.0",
+        "3.112.1.1",
+        "255.255.255.255",
+        "::",
+        "2600:1f00::1",
+        "::ffff:3.112.1.1",
+    ] {
+        let hit = table.lookup(ip.parse().expect("an IP"));
+        let _ = hit.map(|h| (h.hint(), h.to_range()));
+    }
+    let _ = table.ranges().count();
+    let _ = table.age_days(std::time::SystemTime::now());
+    let _ = table.encode();
 }

@@ -1,8 +1,8 @@
 //! The built-in cloud region catalogue: the region names Cloudflare's origin cloud-region hints
 //! take, per vendor, and which Google Cloud regions run Cloud Run (the generator's check). A
 //! leaf: imports nothing but `crate::naming`; the provider, the generator and the IP ranges use it.
-//! Names come from reference/cloudflare/cloudip-regions-2026-10-26.txt, from the clouds'
-//! published IP-range files of 2026-10-26. Azure uses ARM names (`japaneast`); the short aliases
+//! Names come from the clouds' published IP-range files of 2026-10-26 (the same files the
+//! built-in snapshot, `src/ranges/snapshot.bin`, was built from). Azure uses ARM names (`japaneast`); the short aliases
 //! some Service Tags use are mapped by [`azure_arm_name`]. Used offline at plan time, with
 //! "did you mean" suggestions; apply time checks the zone's `supported_regions` too.
 

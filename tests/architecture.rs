@@ -161,3 +161,29 @@ fn attributes_are_read_by_name_only_in_model_files() {
         "attributes read by string key outside model.rs: {offenders:?}"
     );
 }
+
+#[test]
+fn comments_point_only_at_files_in_the_repository() {
+    // The design notes and reference material live outside the repository: a comment that
+    // cites them leaves a reader with nothing to open. Say it in the comment, or point at docs/.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches", "fuzz"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("architecture.rs"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("readable");
+            ["DESIGN.md", "reference/", "FACTS.md", "shared/"]
+                .iter()
+                .any(|needle| text.contains(needle))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "comments citing files outside the repository: {offenders:?}"
+    );
+}

@@ -91,7 +91,7 @@ async fn every_resource_has_an_identity_and_imports_by_it() {
         );
 
         // A fresh directory imports each of them by identity. The zone replica map's topology
-        // cannot be read back from the published document (DESIGN.md §2.2), so its first plan
+        // cannot be read back from the published document (the document names no topology source), so its first plan
         // sets it from the configuration: one in-place change that writes nothing new.
         let fresh = self::tf();
         let imports = format!(

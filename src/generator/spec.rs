@@ -1,4 +1,4 @@
-//! The compact spec (DESIGN.md §2.4): its shape, its rules, and the validated model.
+//! The compact spec (`docs/guides/generator.md`): its shape, its rules, and the validated model.
 //!
 //! Every rule reports a [`SpecDiagnostic`] on the exact span; the whole spec is checked (all
 //! problems are reported at once) and nothing is generated when any error remains.
@@ -635,7 +635,8 @@ fn lower_region(block: &Node, label: &Spanned<String>, service: &str, d: &mut Ve
     })
 }
 
-/// Defaults from DESIGN.md §1.3: evaluate every 10 s, eject after 5 consecutive 5xx or gateway
+/// Defaults from the production setup the generator reproduces (two Cloud Run regions behind
+/// one global Application Load Balancer): evaluate every 10 s, eject after 5 consecutive 5xx or gateway
 /// errors, for 3 minutes.
 fn default_outlier(regions: usize) -> Outlier {
     Outlier {

@@ -1,4 +1,4 @@
-//! The `provider "locality"` block (DESIGN.md §2.1): its schema, validation and the resolved
+//! The `provider "locality"` block (documented in `docs/index.md`): its schema, validation and the resolved
 //! configuration with environment-variable fallbacks. Secrets are wrapped in [`Secret`], whose
 //! `Debug` never shows the value.
 
@@ -57,12 +57,20 @@ pub fn schema() -> Schema {
         block: Block::new(
             "The `locality` provider manages locality-aware routing: per-AZ replica maps, Cloudflare origin \
              cloud-region hints and Google Cloud URL-map weights. Every block is optional: configure only the \
-             clouds your resources use.",
+             clouds your resources use.\n\n\
+             **Terraform versions.** Resources and data sources work with Terraform 1.11 and later. Resource \
+             identity (`import` blocks with `identity`, identities in `terraform show -json`) needs Terraform \
+             1.12 or later; list resources (`terraform query`, with `list` blocks in `*.tfquery.hcl` files) and \
+             the `locality_shift_weights` action need Terraform 1.14 or later. Tested with 1.11.4 and 1.15.5.\n\n\
+             **Environment variables** read besides the ones named below: `LOCALITY_HTTP_TIMEOUT` (seconds one \
+             Cloudflare or Google request may take, default 60) and `LOCALITY_RANGES_FILE` (an IP-range snapshot \
+             written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region` \
+             and `locality_region_hints.origins`, and by the `locality lookup` CLI).",
         )
         .block(NestedBlock::new(
             "cloudflare",
             Nesting::Single,
-            Block::new("Cloudflare API access, for `locality_region_hint`.")
+            Block::new("Cloudflare API access, for the resources `locality_region_hint` and `locality_region_hints` and the list resource `locality_region_hint`.")
                 .attribute(Attribute::string("api_token").optional().sensitive().description(
                     "API token with Zone Settings edit permission. Default: the `CLOUDFLARE_API_TOKEN` environment variable.",
                 ))
@@ -74,7 +82,7 @@ pub fn schema() -> Schema {
         .block(NestedBlock::new(
             "aws",
             Nesting::Single,
-            Block::new("AWS access, for `locality_zone_replica_map` with ElastiCache discovery, Secrets Manager or SSM.")
+            Block::new("AWS access, for the resource `locality_zone_replica_map` when it discovers the topology (`replication_group_id`: ElastiCache) or publishes to Secrets Manager or SSM (a `file` target with `member` blocks needs no AWS access).")
                 .attribute(Attribute::string("region").optional().description(
                     "AWS region. Default: the standard AWS chain (`AWS_REGION`, profile, ...).",
                 ))
@@ -86,11 +94,11 @@ pub fn schema() -> Schema {
         .block(NestedBlock::new(
             "google",
             Nesting::Single,
-            Block::new("Google Cloud access, for `locality_weighted_backend`.")
+            Block::new("Google Cloud access, for the resource `locality_weighted_backend`, the list resource `locality_weighted_backend` and the action `locality_shift_weights`.")
                 .attribute(Attribute::string("access_token").optional().sensitive().description(
                     "OAuth 2.0 access token. Default: the `GOOGLE_OAUTH_ACCESS_TOKEN` environment variable.",
                 ))
-                .attribute(Attribute::string("project").optional().description("Default project for resources."))
+                .attribute(Attribute::string("project").optional().description("Default project of `locality_weighted_backend`, its list resource and `locality_shift_weights`."))
                 .attribute(Attribute::string("base_url").optional().description(
                     "Compute Engine API base URL. Default: `https://compute.googleapis.com/compute/v1`. \
                      Must be `https` unless the host is a loopback address.",

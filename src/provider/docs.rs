@@ -1,7 +1,8 @@
 //! Renders the registry docs (`docs/index.md`, `docs/resources/*.md`, `docs/data-sources/*.md`,
 //! `docs/list-resources/*.md`, `docs/actions/*.md`) from the schemas and from `examples/`, in
 //! tfplugindocs' layout: resource pages show import by command, by `id` and by `identity` (with
-//! the identity schema) when the examples exist; a resource's `guide.md` is appended to its page. `tests/docs.rs` fails when
+//! the identity schema) when the examples exist; a `guide.md` next to a resource's, list
+//! resource's or action's example is appended to its page. `tests/docs.rs` fails when
 //! the committed `docs/` differs; `BLESS=1 cargo test --test docs` rewrites it.
 
 use std::fmt::Write as _;
@@ -64,10 +65,7 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
             ("terraform", &read(&format!("resources/{name}/resource.tf"))?),
             &import,
         );
-        // Longer guidance (e.g. a migration guide) written as Markdown next to the example.
-        if let Ok(guide) = read(&format!("resources/{name}/guide.md")) {
-            content = format!("{content}\n\n{}", guide.trim_end());
-        }
+        content = with_guide(content, read(&format!("resources/{name}/guide.md")).ok());
         pages.push(Page {
             path: format!("resources/{short}.md").into(),
             content,
@@ -90,35 +88,46 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
     for list in provider.list_resources() {
         let name = list.type_name();
         let short = name.trim_start_matches("locality_");
+        let content = render_page(
+            &format!("{name} List Resource - locality"),
+            &format!("{name} (List Resource)"),
+            &list.schema(),
+            (
+                "terraform",
+                &read(&format!("list-resources/{name}/list-resource.tfquery.hcl"))?,
+            ),
+            &Import::default(),
+        );
         pages.push(Page {
             path: format!("list-resources/{short}.md").into(),
-            content: render_page(
-                &format!("{name} List Resource - locality"),
-                &format!("{name} (List Resource)"),
-                &list.schema(),
-                (
-                    "terraform",
-                    &read(&format!("list-resources/{name}/list-resource.tfquery.hcl"))?,
-                ),
-                &Import::default(),
-            ),
+            content: with_guide(content, read(&format!("list-resources/{name}/guide.md")).ok()),
         });
     }
     for action in provider.actions() {
         let name = action.type_name();
         let short = name.trim_start_matches("locality_");
+        let content = render_page(
+            &format!("{name} Action - locality"),
+            &format!("{name} (Action)"),
+            &action.schema(),
+            ("terraform", &read(&format!("actions/{name}/action.tf"))?),
+            &Import::default(),
+        );
         pages.push(Page {
             path: format!("actions/{short}.md").into(),
-            content: render_page(
-                &format!("{name} Action - locality"),
-                &format!("{name} (Action)"),
-                &action.schema(),
-                ("terraform", &read(&format!("actions/{name}/action.tf"))?),
-                &Import::default(),
-            ),
+            content: with_guide(content, read(&format!("actions/{name}/guide.md")).ok()),
         });
     }
     Ok(pages)
+}
+
+/// A page with its longer guidance (a migration guide, a runbook: `guide.md` next to the
+/// example, Markdown) appended.
+fn with_guide(content: String, guide: Option<String>) -> String {
+    match guide {
+        Some(guide) => format!("{content}\n\n{}", guide.trim_end()),
+        None => content,
+    }
 }
 
 fn render_page(page_title: &str, heading: &str, schema: &Schema, example: (&str, &str), import: &Import<'_>) -> String {

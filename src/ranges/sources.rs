@@ -1,4 +1,4 @@
-//! Parsers for the clouds' official IP-range files (reference/cloudflare/FACTS.md §3):
+//! Parsers for the clouds' official IP-range files (their URLs are in `command.rs`):
 //! AWS `ip-ranges.json`, Google `cloud.json`, Azure `ServiceTags_Public_*.json`, Oracle
 //! `public_ip_ranges.json`. Region names are normalized to what Cloudflare's hints use (Azure
 //! Service Tags aliases become ARM names; AWS `GLOBAL` and Google `global` mean no region).

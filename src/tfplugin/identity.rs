@@ -77,6 +77,14 @@ impl IdentitySchema {
     }
 }
 
+/// The number of an identity attribute, when it is a known number.
+pub fn identity_number<'a>(identity: &'a Value, name: &str) -> Option<&'a super::value::Number> {
+    match identity.get(name) {
+        Value::Number(n) => Some(n),
+        _ => None,
+    }
+}
+
 /// The string of an identity attribute, when it is a known non-empty string.
 pub fn identity_string<'a>(identity: &'a Value, name: &str) -> Option<&'a str> {
     identity.get(name).as_str().filter(|s| !s.is_empty())

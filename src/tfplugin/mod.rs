@@ -28,7 +28,7 @@ pub mod value;
 
 pub use action::{action, Action, DynamicAction, Progress};
 pub use diagnostics::{AttributePath, Diagnostic, Diagnostics, Severity};
-pub use identity::{identity_string, IdentityAttribute, IdentitySchema};
+pub use identity::{identity_number, identity_string, IdentityAttribute, IdentitySchema};
 pub use list::{list_resource, DynamicListResource, ListResource, ListResult, Listed};
 pub use model::{Field, Model, Set};
 pub use schema::{Attribute, Block, NestedBlock, Nesting, Schema};

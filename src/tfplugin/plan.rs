@@ -1,4 +1,6 @@
-//! The planning contract, handled once for every resource (reference/tfplugin/FACTS.md §3.5-3.7):
+//! The planning contract, handled once for every resource (what Terraform checks of a plan: a
+//! planned value differs from the config only where the attribute is computed, and a value
+//! known at plan time must not change at apply):
 //!
 //! - defaults are applied where the configuration is null;
 //! - on create, or when anything changes, computed attributes that the configuration leaves

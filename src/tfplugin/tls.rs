@@ -4,7 +4,7 @@
 //! `PLUGIN_CLIENT_CERT`. We accept exactly that certificate and, through rustls, verify the
 //! handshake signature made with its key (pinning alone would admit anyone who can read our
 //! environment). The stock webpki verifier cannot be used: Terraform's certificate is a CA
-//! presented as an end entity (reference/tfplugin/FACTS.md §2.3, §6).
+//! presented as an end entity (basicConstraints CA:TRUE, self-signed), which webpki refuses.
 
 use std::sync::Arc;
 

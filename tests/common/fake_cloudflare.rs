@@ -1,5 +1,5 @@
-//! A stateful fake of Cloudflare's v2 origin cloud-region API (reference/cloudflare/FACTS.md §1,
-//! openapi-origin-cloud-regions.json): paged list (per_page 1..100), single GET/PUT/DELETE,
+//! A stateful fake of Cloudflare's v2 origin cloud-region API (from Cloudflare's published
+//! OpenAPI schema for origin cloud regions): paged list (per_page 1..100), single GET/PUT/DELETE,
 //! batch PUT that merges and reports per-item failures, batch DELETE whose body is the IP array,
 //! supported_regions, the 3,500-mapping limit (1164), unknown regions (1157), missing mappings
 //! (1142), bearer auth, and fault injection (429 + Retry-After, 5xx, slow responses, dropped

@@ -1,7 +1,7 @@
 //! A stand-in for the `hashicorp/google` provider, served in-process and attached to terraform
 //! with TF_REATTACH_PROVIDERS, so that `terraform validate` can check generated configurations
 //! (attribute names, types, block nesting, references) offline. Its schemas are the subset of
-//! google 7.45 that the generator emits (reference/gcp/tf-schema-subset.json).
+//! google 7.45 that the generator emits (hashicorp/google 7.45).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-# terraform query -generate-config-out=region_hints.tf
+# In a *.tfquery.hcl file (Terraform 1.14 and later):
+#   terraform query -generate-config-out=region_hints.tf
 list "locality_region_hint" "zone" {
   provider         = locality
   include_resource = true

@@ -15,3 +15,27 @@ resource "locality_weighted_backend" "web" {
     "web-bs-osaka" = 0
   }
 }
+
+# Drain one region: list only it, at 0. The services not listed keep their live
+# weight and carry the traffic (the plan fails only if every weight would be 0).
+resource "locality_weighted_backend" "drain_tokyo" {
+  url_map = "web-urlmap"
+  weights = {
+    "web-bs-tokyo" = 0
+  }
+}
+
+# A regional URL map (internal or regional external Application Load Balancer), and
+# one route of it: route rule 10 of path matcher "api". Nothing else in the URL map
+# changes.
+resource "locality_weighted_backend" "api_v2" {
+  region              = "asia-northeast1"
+  url_map             = "internal-urlmap"
+  path_matcher        = "api"
+  route_rule_priority = 10
+
+  weights = {
+    "api-v2-tokyo" = 100
+    "api-v2-osaka" = 0
+  }
+}

@@ -1,5 +1,6 @@
 //! A Cloudflare API client for origin cloud-region mappings, v2 endpoints under
-//! `/zones/{zone_id}/origin/cloud_regions` (reference/cloudflare/FACTS.md §1): paged list, PUT
+//! `/zones/{zone_id}/origin/cloud_regions` (Cloudflare's published API schema for origin cloud
+//! regions; at most 3,500 mappings a zone, batches of 100): paged list, PUT
 //! upsert, batch PUT (merge), batch DELETE (with the IP array as its body), supported_regions.
 //! Plain reqwest + serde; knows nothing about Terraform. `zone.rs` adds the per-process listing
 //! cache and request batching; `sync.rs` writes a whole zone's changes at the batch floor.

@@ -331,7 +331,7 @@ mod tests {
     }
 
     /// The exact bytes Terraform 1.11.4 sent for a known config object
-    /// (reference/tfplugin/observed-rpc-sequences.md).
+    /// (captured from a real ValidateResourceConfig call).
     const KNOWN_CONFIG: &[u8] =
         b"\x86\xa2id\xc0\xa4name\xa5alpha\xa3ref\xc0\xa6secret\xa6s3cr3t\xa4size\xc0\xa4tags\x81\xa1k\xa1v";
 

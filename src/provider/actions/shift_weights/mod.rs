@@ -1,5 +1,5 @@
 //! `locality_shift_weights`: move a URL map's weights to a target now, optionally in steps
-//! (DESIGN.md §2.2.1).
+//! (`docs/actions/shift_weights.md` is its page, with the incident runbook).
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs);
 //! - `model.rs`: the model;

@@ -12,7 +12,8 @@ pub fn schema() -> Schema {
         block: Block::new(
             "Sets the weights of a Google Cloud URL map's weighted backend services now, optionally in equal \
              steps: the operator's tool for draining a region during an incident \
-             (`terraform apply -invoke=action.locality_shift_weights.NAME`).\n\n\
+             (`terraform apply -invoke=action.locality_shift_weights.NAME`; Terraform 1.14 and later). Global \
+             and regional URL maps, and any route of them, addressed like `locality_weighted_backend`.\n\n\
              Each step is the same fingerprint-safe write as `locality_weighted_backend` (read, change only the \
              weights, write with the fingerprint, retry on HTTP 412, wait for the operation) and is reported as it \
              completes. Weights are checked like the resource's, against the live URL map when the action is \

@@ -1,4 +1,4 @@
-//! The speed-of-light test (reference/cloudflare/FACTS.md §4): two probes whose half round-trip
+//! The speed-of-light test (how Cloudflare detects anycast origins): two probes whose half round-trip
 //! times add up to less than the time light in fiber needs to cover the distance between them
 //! cannot be talking to one physical location.
 

@@ -10,7 +10,15 @@ pub fn schema() -> Schema {
             "Whether an origin is anycast (or behind a cloud's regional front end), from latency probes: a pair of \
              probes whose half round-trip times add up to less than the great-circle distance between them divided \
              by the speed of light in fiber (about 204 km/ms) cannot be reaching one physical location. Such an \
-             origin needs a `locality_region_hint` for Smart Tiered Cache to pick the right upper tier.",
+             origin needs a `locality_region_hint` for Smart Tiered Cache to pick the right upper tier.\n\n\
+             **Probes.** At least two; more make a violation likelier to show (every pair is checked). Choose \
+             places far apart (different continents): two probes 500 km apart cannot prove anything for an origin \
+             a few milliseconds away. **Where RTTs come from**: this data source does not measure anything (it \
+             runs offline, in the plan): the round-trip times are yours to measure from each place, e.g. the \
+             minimum of several `ping` or TCP-connect times from a VM or a monitoring probe there (RIPE Atlas, your \
+             synthetic-monitoring agents), and to pass in, typically from a variable or a file a CI job writes. Use \
+             minimums, not averages: queueing only adds time, so the minimum is the closest to the speed-of-light \
+             bound, and a too-large RTT can hide anycast but never fake it.",
         )
         .attribute(
             Attribute::bool("anycast")

@@ -20,7 +20,8 @@ pub fn list_schema() -> Schema {
     Schema {
         version: 0,
         block: Block::new(
-            "Every origin cloud-region hint of one zone, for `terraform query`: each result is named \
+            "Every origin cloud-region hint of one zone, for `terraform query` (`list` blocks live in \
+             `*.tfquery.hcl` files; Terraform 1.14 and later): each result is named \
              `<ip> → <vendor>:<region>` and carries the resource identity (`zone_id`, `origin_ip`), so \
              `-generate-config-out` writes a `locality_region_hint` with an `import` block for each.",
         )

@@ -1,4 +1,5 @@
-//! `locality_region_hint`: one Cloudflare origin cloud-region mapping (DESIGN.md §2.2).
+//! `locality_region_hint`: one Cloudflare origin cloud-region mapping (its page:
+//! `docs/resources/region_hint.md`).
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs);
 //! - `model.rs`: the model, the only place attributes are named;

@@ -1,4 +1,5 @@
-//! `locality_region_hints`: all of one zone's hints in one resource (DESIGN.md §2.2).
+//! `locality_region_hints`: all of one zone's hints in one resource (its page:
+//! `docs/resources/region_hints.md`).
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs);
 //! - `model.rs`: the model, the only place attributes are named;

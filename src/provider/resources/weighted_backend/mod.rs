@@ -1,6 +1,6 @@
 //! `locality_weighted_backend`: the weights of one route of a URL map — global or regional;
-//! the default route, a path matcher's default route or one route rule — (DESIGN.md §2.2 in the
-//! design notes; the resource page in `docs/resources/weighted_backend.md` says it all).
+//! the default route, a path matcher's default route or one route rule — (its page:
+//! `docs/resources/weighted_backend.md`).
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs), with the provider-level default
 //!   project and the key equality of backend-service references declared there;
@@ -29,8 +29,8 @@ use crate::provider::google::{backend_name, plan_weights, ComputeError, Route, U
 use crate::provider::resources::region_hint::required_identity;
 use crate::provider::ProviderData;
 use crate::tfplugin::{
-    identity_string, AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, Number, Resource, Schema,
-    Value,
+    identity_number, identity_string, AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, Number,
+    Resource, Schema, Value,
 };
 
 /// The resource type.
@@ -89,14 +89,14 @@ impl Resource<ProviderData> for WeightedBackend {
             region: identity_string(identity, "region").map(str::to_string),
             name: url_map.to_string(),
         };
-        let priority = match identity.get("route_rule_priority") {
-            Value::Number(n) => Some(priority(n).ok_or_else(|| {
+        let priority = match identity_number(identity, "route_rule_priority") {
+            Some(n) => Some(priority(n).ok_or_else(|| {
                 Diagnostic::error(
                     "Invalid identity",
                     format!("`route_rule_priority` {n} is not a route-rule priority (0 to {MAX_PRIORITY})."),
                 )
             })?),
-            _ => None,
+            None => None,
         };
         let route = match (identity_string(identity, "path_matcher"), priority) {
             (None, None) => Route::Default,

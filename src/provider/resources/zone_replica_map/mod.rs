@@ -1,4 +1,5 @@
-//! `locality_zone_replica_map`: the per-AZ replica endpoint map (DESIGN.md §2.2).
+//! `locality_zone_replica_map`: the per-AZ replica endpoint map (its page:
+//! `docs/resources/zone_replica_map.md`).
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs);
 //! - `model.rs`: the model, the only place attributes and blocks are named;

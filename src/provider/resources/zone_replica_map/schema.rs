@@ -94,8 +94,17 @@ pub fn schema() -> Schema {
                 "secretsmanager",
                 Nesting::List,
                 Block::new(
-                    "Publish as a new version of an existing Secrets Manager secret. The secret's lifecycle stays with \
-                     whoever created it: destroy leaves it (and its last value) in place.",
+                    "Publish as a new version of an existing Secrets Manager secret. What an apply does: when the \
+                     document changes (and only then), one `PutSecretValue` replaces the secret's whole `SecretString` \
+                     with the document; Secrets Manager makes that version `AWSCURRENT` and the one before it \
+                     `AWSPREVIOUS` (older versions lose their labels and are eventually removed by Secrets Manager), \
+                     encrypted with the secret's own KMS key. Any other content of the secret is replaced, so give \
+                     this resource a secret of its own. The secret must exist (create it with `aws_secretsmanager_secret`); \
+                     its description, policy, rotation and tags are never touched. Refresh reads `AWSCURRENT`, so an \
+                     out-of-band edit shows as drift. The secret's lifecycle stays with whoever created it: destroy \
+                     leaves it (and its last value) in place. Needs `secretsmanager:GetSecretValue` and \
+                     `secretsmanager:PutSecretValue` on the secret (and `kms:Decrypt`/`kms:GenerateDataKey` on a \
+                     customer-managed key).",
                 )
                 .attribute(
                     Attribute::string("secret_id")
