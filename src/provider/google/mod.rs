@@ -510,7 +510,7 @@ pub fn plan_weights(
 #[derive(Debug, thiserror::Error)]
 pub enum WeightsError {
     /// The route has no weighted backend services to set weights on.
-    #[error("{route} of URL map {url_map} has no weightedBackendServices to set weights on. Give it some first (`locality gen` writes them), or address another route (`path_matcher`, `route_rule_priority`).")]
+    #[error("URL map {url_map} has no weightedBackendServices in {route} to set weights on. Give it some first (`locality gen` writes them), or address another route (`path_matcher`, `route_rule_priority`).")]
     NoWeightedBackends {
         /// The URL map.
         url_map: String,
