@@ -282,7 +282,7 @@ async fn create_adopts_a_write_whose_responses_were_lost() {
 /// the timeouts (it used to hang the plan until Ctrl-C).
 #[tokio::test]
 async fn a_silent_aws_endpoint_times_out() {
-    use locality::provider::aws::{Aws, Timeouts};
+    use locality::provider::aws::{Aws, AwsSettings, Timeouts};
     // Static test credentials, as the tests' moto setup uses: the call must reach the network.
     std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
     std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
@@ -294,7 +294,12 @@ async fn a_silent_aws_endpoint_times_out() {
         read: std::time::Duration::from_secs(1),
         operation: std::time::Duration::from_secs(3),
     };
-    let aws = Aws::load_with(Some("ap-northeast-1"), Some(&endpoint), timeouts).await;
+    let settings = AwsSettings {
+        region: Some("ap-northeast-1".into()),
+        endpoint_url: Some(endpoint.clone()),
+        ..AwsSettings::default()
+    };
+    let aws = Aws::load_with(&settings, timeouts).await;
     let started = std::time::Instant::now();
     let call = tokio::time::timeout(std::time::Duration::from_secs(20), aws.discover("sessions"));
     let err = call.await.expect("the call ends on its own").unwrap_err();

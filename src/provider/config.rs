@@ -3,7 +3,7 @@
 //! `Debug` never shows the value.
 
 pub use super::secret::Secret;
-use crate::tfplugin::{Attribute, AttributePath, Block, Diagnostics, NestedBlock, Nesting, Schema, Value};
+use crate::tfplugin::{Attribute, AttributePath, Block, Diagnostics, NestedBlock, Nesting, Schema, Type, Value};
 
 /// Cloudflare settings.
 #[derive(Debug, Clone, Default)]
@@ -21,7 +21,42 @@ pub struct AwsConfig {
     pub region: Option<String>,
     /// Endpoint override (block, else `AWS_ENDPOINT_URL`).
     pub endpoint_url: Option<String>,
+    /// The named profile; `None` means the chain's (`AWS_PROFILE`, else `default`).
+    pub profile: Option<String>,
+    /// Shared config files instead of `~/.aws/config` (empty: the default).
+    pub shared_config_files: Vec<String>,
+    /// Shared credentials files instead of `~/.aws/credentials` (empty: the default).
+    pub shared_credentials_files: Vec<String>,
+    /// A role to assume with the credentials found.
+    pub assume_role: Option<AssumeRole>,
+    /// The accounts the credentials may belong to (empty: any).
+    pub allowed_account_ids: Vec<String>,
+    /// The accounts the credentials must not belong to.
+    pub forbidden_account_ids: Vec<String>,
 }
+
+impl AwsConfig {
+    /// Whether the credentials' account must be checked (STS GetCallerIdentity).
+    pub fn checks_account(&self) -> bool {
+        !self.allowed_account_ids.is_empty() || !self.forbidden_account_ids.is_empty()
+    }
+}
+
+/// `assume_role` in the `aws` block.
+#[derive(Debug, Clone, Default)]
+pub struct AssumeRole {
+    /// The role's ARN.
+    pub role_arn: String,
+    /// The session name (default: `terraform-provider-locality`).
+    pub session_name: Option<String>,
+    /// The external ID the role's trust policy requires.
+    pub external_id: Option<Secret>,
+    /// How long the session lasts.
+    pub duration: Option<std::time::Duration>,
+}
+
+/// The session name of an assumed role when none is given.
+pub const DEFAULT_SESSION_NAME: &str = "terraform-provider-locality";
 
 /// Google Cloud settings.
 #[derive(Debug, Clone, Default)]
@@ -86,6 +121,51 @@ pub fn schema() -> Schema {
                 .attribute(Attribute::string("region").optional().description(
                     "AWS region. Default: the standard AWS chain (`AWS_REGION`, profile, ...).",
                 ))
+                .attribute(Attribute::string("profile").optional().description(
+                    "A named profile of the shared config and credentials files. Default: `AWS_PROFILE`, else \
+                     `default`. Every kind of profile works: static keys, `role_arn` + `source_profile`, \
+                     `credential_process` (aws-vault, granted), IAM Identity Center (`sso_session`, after `aws sso login`) \
+                     and `web_identity_token_file`.",
+                ))
+                .attribute(Attribute::typed("shared_config_files", Type::list(Type::String)).optional().description(
+                    "Paths of shared config files to read instead of `~/.aws/config` (and `AWS_CONFIG_FILE`).",
+                ))
+                .attribute(Attribute::typed("shared_credentials_files", Type::list(Type::String)).optional().description(
+                    "Paths of shared credentials files to read instead of `~/.aws/credentials` (and \
+                     `AWS_SHARED_CREDENTIALS_FILE`).",
+                ))
+                .attribute(Attribute::typed("allowed_account_ids", Type::set(Type::String)).optional().description(
+                    "The AWS account IDs the credentials may belong to. Checked once per provider process with STS \
+                     GetCallerIdentity when the provider is configured, so credentials of another account fail the plan \
+                     before anything is read or written. Conflicts with `forbidden_account_ids`.",
+                ))
+                .attribute(Attribute::typed("forbidden_account_ids", Type::set(Type::String)).optional().description(
+                    "AWS account IDs the credentials must not belong to (checked like `allowed_account_ids`).",
+                ))
+                .block(
+                    NestedBlock::new(
+                        "assume_role",
+                        Nesting::List,
+                        Block::new(
+                            "Assume this role (STS AssumeRole) with the credentials the chain or `profile` finds, and use \
+                             the role's credentials for every call. They are refreshed before they expire.",
+                        )
+                        .attribute(Attribute::string("role_arn").required().description(
+                            "The role's ARN, e.g. `arn:aws:iam::123456789012:role/locality`.",
+                        ))
+                        .attribute(Attribute::string("session_name").optional().description(
+                            "The session name, shown in CloudTrail. Default: `terraform-provider-locality`.",
+                        ))
+                        .attribute(Attribute::string("external_id").optional().sensitive().description(
+                            "The external ID the role's trust policy requires, if any.",
+                        ))
+                        .attribute(Attribute::string("duration").optional().description(
+                            "How long the role session lasts, e.g. `1h` (15m to 12h, and at most the role's maximum \
+                             session duration). Default: 1h.",
+                        )),
+                    )
+                    .items(0, 1),
+                )
                 .attribute(Attribute::string("endpoint_url").optional().description(
                     "Endpoint override for every AWS service. Default: `AWS_ENDPOINT_URL`, else AWS's own. \
                      Must be `https` unless the host is a loopback address.",
@@ -120,6 +200,53 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
             }
         }
     }
+    let aws = config.get("aws");
+    let at = |attr: &str| AttributePath::root("aws").attr(attr);
+    for attr in ["allowed_account_ids", "forbidden_account_ids"] {
+        for id in aws.get(attr).elements().iter().filter_map(Value::as_str) {
+            if !is_account_id(id) {
+                diags.attribute_error(
+                    at(attr),
+                    "Invalid AWS account ID",
+                    format!("{id:?} is not an AWS account ID: 12 digits, e.g. \"123456789012\"."),
+                );
+            }
+        }
+    }
+    if !aws.get("allowed_account_ids").elements().is_empty() && !aws.get("forbidden_account_ids").elements().is_empty()
+    {
+        diags.attribute_error(
+            at("forbidden_account_ids"),
+            "Conflicting account lists",
+            "Set `allowed_account_ids` or `forbidden_account_ids`, not both.",
+        );
+    }
+    if let Some(role) = aws.get("assume_role").elements().first() {
+        let role_at = |attr: &str| AttributePath::root("aws").attr("assume_role").index(0).attr(attr);
+        if let Some(arn) = role.get("role_arn").as_str() {
+            if !is_role_arn(arn) {
+                diags.attribute_error(
+                    role_at("role_arn"),
+                    "Invalid role ARN",
+                    format!("{arn:?} is not an IAM role ARN such as \"arn:aws:iam::123456789012:role/locality\"."),
+                );
+            }
+        }
+        if let Some(name) = role.get("session_name").as_str() {
+            if !is_session_name(name) {
+                diags.attribute_error(
+                    role_at("session_name"),
+                    "Invalid session name",
+                    format!("{name:?} is not a role session name: 2-64 letters, digits and any of =,.@-_"),
+                );
+            }
+        }
+        if let Some(text) = role.get("duration").as_str() {
+            if let Err(problem) = session_duration(text) {
+                diags.attribute_error(role_at("duration"), "Invalid duration", problem);
+            }
+        }
+    }
     if let Some(region) = config.get("aws").get("region").as_str() {
         if !is_region_name(region) {
             diags.attribute_error(
@@ -149,6 +276,22 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
         aws: AwsConfig {
             region: text("aws", "region"),
             endpoint_url: aws_endpoint,
+            profile: text("aws", "profile"),
+            shared_config_files: strings(config.get("aws").get("shared_config_files")),
+            shared_credentials_files: strings(config.get("aws").get("shared_credentials_files")),
+            assume_role: config
+                .get("aws")
+                .get("assume_role")
+                .elements()
+                .first()
+                .map(|role| AssumeRole {
+                    role_arn: role.get("role_arn").as_str().unwrap_or_default().to_string(),
+                    session_name: role.get("session_name").as_str().map(str::to_string),
+                    external_id: role.get("external_id").as_str().map(Secret::new),
+                    duration: role.get("duration").as_str().and_then(|d| session_duration(d).ok()),
+                }),
+            allowed_account_ids: strings(config.get("aws").get("allowed_account_ids")),
+            forbidden_account_ids: strings(config.get("aws").get("forbidden_account_ids")),
         },
         google: GoogleConfig {
             access_token: text("google", "access_token")
@@ -201,6 +344,49 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     }
 }
 
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .elements()
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `id` is an AWS account ID (12 digits).
+pub fn is_account_id(id: &str) -> bool {
+    id.len() == 12 && id.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether `arn` is an IAM role ARN (`arn:<partition>:iam::<account>:role/<path/name>`).
+pub fn is_role_arn(arn: &str) -> bool {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]+$").expect("valid regex")
+    })
+    .is_match(arn)
+        && arn.len() <= 2048
+}
+
+/// Whether `name` is a role session name (2-64 of `[\w+=,.@-]`).
+pub fn is_session_name(name: &str) -> bool {
+    (2..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_+=,.@-".contains(&b))
+}
+
+/// A role session duration: 15 minutes to 12 hours.
+///
+/// # Errors
+/// A sentence saying what is allowed.
+pub fn session_duration(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text)
+        .ok()
+        .filter(|d| (900..=43_200).contains(&d.as_secs()))
+        .ok_or_else(|| format!("{text:?} is not a role session duration: use e.g. \"1h\" or \"90m\", from 15m to 12h."))
+}
+
 /// Whether `name` looks like an AWS region (`ap-northeast-1`, `us-gov-west-1`).
 pub fn is_region_name(name: &str) -> bool {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -211,6 +397,17 @@ pub fn is_region_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aws_names() {
+        assert!(is_role_arn("arn:aws:iam::123456789012:role/locality"));
+        assert!(is_role_arn("arn:aws-us-gov:iam::123456789012:role/path/to/ci-role"));
+        assert!(!is_role_arn("locality"));
+        assert!(!is_role_arn("arn:aws:iam::12345:role/x"));
+        assert!(is_account_id("123456789012") && !is_account_id("12345678901a"));
+        assert!(is_session_name("ci-run") && !is_session_name("a") && !is_session_name("has space"));
+        assert!(session_duration("1h").is_ok() && session_duration("10m").is_err() && session_duration("13h").is_err());
+    }
 
     #[test]
     fn base_urls() {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use super::aws::Aws;
+use super::aws::{Aws, AwsSettings, RoleSettings};
 use super::cloudflare::{Cloudflare, Zones};
 use super::config::ProviderConfig;
 use super::google::Compute;
@@ -134,11 +134,34 @@ impl ProviderData {
         Ok(self.zones.get_or_init(|| Arc::new(Zones::new(client))).clone())
     }
 
+    /// What the AWS client takes from the `aws` block.
+    pub fn aws_settings(&self) -> AwsSettings {
+        let c = &self.config.aws;
+        AwsSettings {
+            region: c.region.clone(),
+            endpoint_url: c.endpoint_url.clone(),
+            profile: c.profile.clone(),
+            shared_config_files: c.shared_config_files.clone(),
+            shared_credentials_files: c.shared_credentials_files.clone(),
+            assume_role: c.assume_role.as_ref().map(|role| RoleSettings {
+                role_arn: role.role_arn.clone(),
+                session_name: role
+                    .session_name
+                    .clone()
+                    .unwrap_or_else(|| super::config::DEFAULT_SESSION_NAME.to_string()),
+                external_id: role.external_id.as_ref().map(|id| id.expose().to_string()),
+                duration: role.duration,
+            }),
+        }
+    }
+
     /// The AWS clients (configuration loaded once per process, on first use).
     pub async fn aws(&self) -> &Aws {
-        let c = &self.config.aws;
         self.aws
-            .get_or_init(|| Aws::load(c.region.as_deref(), c.endpoint_url.as_deref()))
+            .get_or_init(|| async {
+                let settings = self.aws_settings();
+                Aws::load(&settings).await
+            })
             .await
     }
 

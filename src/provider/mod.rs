@@ -19,8 +19,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::tfplugin::{
-    action, data_source, list_resource, resource, Diagnostics, DynamicAction, DynamicDataSource, DynamicListResource,
-    DynamicResource, Provider, Schema, Value,
+    action, data_source, list_resource, resource, AttributePath, Diagnostics, DynamicAction, DynamicDataSource,
+    DynamicListResource, DynamicResource, Provider, Schema, Value,
 };
 pub use data::{NotConfigured, ProviderData};
 
@@ -49,7 +49,12 @@ impl Provider for LocalityProvider {
     async fn configure(&self, config: &Value, diags: &mut Diagnostics) -> Option<ProviderData> {
         let resolved = config::resolve(config, diags);
         tracing::debug!(config = ?resolved, "provider configured");
-        (!diags.has_errors()).then(|| ProviderData::new(resolved))
+        if diags.has_errors() {
+            return None;
+        }
+        let data = ProviderData::new(resolved);
+        check_aws_credentials(&data, diags).await;
+        (!diags.has_errors()).then_some(data)
     }
 
     fn resources(&self) -> Vec<Arc<dyn DynamicResource<ProviderData>>> {
@@ -84,5 +89,63 @@ impl Provider for LocalityProvider {
             DEFAULT_PROJECT => data.config.google.project.as_deref().map(Value::from),
             _ => None,
         }
+    }
+}
+
+/// The AWS checks a configuration asks for, once per provider process and before anything is
+/// read or written: the named shared files and profile exist, and (with `allowed_account_ids`
+/// or `forbidden_account_ids`) the credentials belong to an allowed account (STS
+/// GetCallerIdentity). Errors point at the `aws` block's attributes.
+async fn check_aws_credentials(data: &ProviderData, diags: &mut Diagnostics) {
+    let at = |attr: &str| AttributePath::root("aws").attr(attr);
+    let settings = data.aws_settings();
+    let problems = settings.check_files().await;
+    for (attribute, problem) in &problems {
+        diags.attribute_error(at(attribute), "AWS configuration not found", problem.clone());
+    }
+    let aws = &data.config.aws;
+    if !problems.is_empty() || !aws.checks_account() {
+        return;
+    }
+    let account = match data.aws().await.caller_account().await {
+        Ok(account) => account,
+        Err(e) => {
+            let (attribute, what) = if aws.assume_role.is_some() {
+                ("assume_role", "Assuming the role")
+            } else {
+                ("allowed_account_ids", "Checking the account")
+            };
+            diags.attribute_error(
+                at(attribute),
+                "AWS credentials not usable",
+                format!(
+                    "{what} failed (STS GetCallerIdentity): {e}. Check the credentials the chain finds (AWS_PROFILE, `profile`, \
+                     AWS_ACCESS_KEY_ID, `aws sso login`, ...){}.",
+                    if aws.assume_role.is_some() { " and that they may assume `role_arn`" } else { "" }
+                ),
+            );
+            return;
+        }
+    };
+    if !aws.allowed_account_ids.is_empty() && !aws.allowed_account_ids.contains(&account) {
+        diags.attribute_error(
+            at("allowed_account_ids"),
+            "AWS account not allowed",
+            format!(
+                "The AWS credentials belong to account {account}, which is not in `allowed_account_ids` ({}). Use \
+                 credentials of an allowed account (`profile`, `assume_role`, AWS_PROFILE) or change the list.",
+                aws.allowed_account_ids.join(", ")
+            ),
+        );
+    }
+    if aws.forbidden_account_ids.contains(&account) {
+        diags.attribute_error(
+            at("forbidden_account_ids"),
+            "AWS account forbidden",
+            format!(
+                "The AWS credentials belong to account {account}, which `forbidden_account_ids` lists. Use credentials of \
+                 another account (`profile`, `assume_role`, AWS_PROFILE)."
+            ),
+        );
     }
 }

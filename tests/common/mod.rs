@@ -36,6 +36,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub struct Terraform {
     pub dir: tempfile::TempDir,
     env: Vec<(String, String)>,
+    removed: Vec<String>,
     binary: String,
 }
 
@@ -60,6 +61,7 @@ impl Terraform {
         let mut tf = Terraform {
             dir,
             env: Vec::new(),
+            removed: Vec::new(),
             binary: terraform_binary(),
         };
         tf.env("TF_CLI_CONFIG_FILE", path.to_str().unwrap());
@@ -116,6 +118,12 @@ impl Terraform {
 
     pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Leaves `key` out of the environment terraform (and so the provider) runs with.
+    pub fn env_remove(&mut self, key: &str) -> &mut Self {
+        self.removed.push(key.into());
         self
     }
 
@@ -182,6 +190,9 @@ impl Terraform {
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0");
         cmd.env_remove("TF_REATTACH_PROVIDERS");
+        for k in &self.removed {
+            cmd.env_remove(k);
+        }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }

@@ -1,7 +1,11 @@
 //! AWS access for `locality_zone_replica_map`: ElastiCache topology discovery, Secrets Manager
 //! and SSM Parameter Store (official SDK crates, lean features). Region and endpoint come from
-//! the provider's `aws` block, else the standard AWS chain; credentials come from the chain
-//! and are never logged. Knows nothing about Terraform.
+//! the provider's `aws` block, else the standard AWS chain. Credentials come from the chain —
+//! environment, web identity (`AWS_WEB_IDENTITY_TOKEN_FILE`: EKS IRSA, GitHub OIDC), the shared
+//! files' profiles (static keys, `source_profile` roles, `credential_process`, IAM Identity
+//! Center), container and instance roles — optionally narrowed to one `profile` and to other
+//! shared files, optionally used to assume a role; STS tells whose account they are. They are
+//! never logged. Knows nothing about Terraform.
 
 use std::time::Duration;
 
@@ -90,16 +94,145 @@ pub struct Aws {
     elasticache: aws_sdk_elasticache::Client,
     secrets: aws_sdk_secretsmanager::Client,
     ssm: aws_sdk_ssm::Client,
+    sts: aws_sdk_sts::Client,
+}
+
+/// What [`Aws::load`] takes from the provider's `aws` block.
+#[derive(Debug, Clone, Default)]
+pub struct AwsSettings {
+    /// Region; `None`: the chain's.
+    pub region: Option<String>,
+    /// Endpoint override for every service.
+    pub endpoint_url: Option<String>,
+    /// Named profile; `None`: the chain's.
+    pub profile: Option<String>,
+    /// Shared config files instead of the default one.
+    pub shared_config_files: Vec<String>,
+    /// Shared credentials files instead of the default one.
+    pub shared_credentials_files: Vec<String>,
+    /// A role to assume.
+    pub assume_role: Option<RoleSettings>,
+}
+
+/// A role to assume.
+#[derive(Clone, Default)]
+pub struct RoleSettings {
+    /// The role's ARN.
+    pub role_arn: String,
+    /// The session name.
+    pub session_name: String,
+    /// The external ID (a secret of sorts: never logged).
+    pub external_id: Option<String>,
+    /// The session length.
+    pub duration: Option<Duration>,
+}
+
+impl std::fmt::Debug for RoleSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoleSettings")
+            .field("role_arn", &self.role_arn)
+            .field("session_name", &self.session_name)
+            .field("external_id", &self.external_id.as_ref().map(|_| "(set)"))
+            .field("duration", &self.duration)
+            .finish()
+    }
+}
+
+impl AwsSettings {
+    /// The shared files to read, when the block names any (each kind it does not name stays
+    /// the default one).
+    fn profile_files(&self) -> Option<aws_runtime::env_config::file::EnvConfigFiles> {
+        use aws_runtime::env_config::file::{EnvConfigFileKind, EnvConfigFiles};
+        if self.shared_config_files.is_empty() && self.shared_credentials_files.is_empty() {
+            return None;
+        }
+        let mut builder = EnvConfigFiles::builder()
+            .include_default_config_file(self.shared_config_files.is_empty())
+            .include_default_credentials_file(self.shared_credentials_files.is_empty());
+        for file in &self.shared_config_files {
+            builder = builder.with_file(EnvConfigFileKind::Config, file);
+        }
+        for file in &self.shared_credentials_files {
+            builder = builder.with_file(EnvConfigFileKind::Credentials, file);
+        }
+        Some(builder.build())
+    }
+
+    /// Checks what can be checked without a network: the named shared files exist, and the
+    /// named profile is in them.
+    ///
+    /// # Errors
+    /// `(attribute, sentence)` for each problem.
+    pub async fn check_files(&self) -> Vec<(&'static str, String)> {
+        let mut problems = Vec::new();
+        for (attribute, files) in [
+            ("shared_config_files", &self.shared_config_files),
+            ("shared_credentials_files", &self.shared_credentials_files),
+        ] {
+            for file in files {
+                let path = expand_home(file);
+                if !path.is_file() {
+                    problems.push((attribute, format!("{file:?} is not a readable file.")));
+                }
+            }
+        }
+        let Some(profile) = &self.profile else {
+            return problems;
+        };
+        if !problems.is_empty() {
+            return problems;
+        }
+        let files = self
+            .profile_files()
+            .unwrap_or_else(|| aws_runtime::env_config::file::EnvConfigFiles::builder().build());
+        let fs = aws_types::os_shim_internal::Fs::real();
+        let env = aws_types::os_shim_internal::Env::real();
+        match aws_config::profile::load(&fs, &env, &files, None).await {
+            Ok(set) if set.get_profile(profile).is_some() => {}
+            Ok(set) => {
+                let mut known: Vec<&str> = set.profiles().collect();
+                known.sort_unstable();
+                problems.push((
+                    "profile",
+                    format!(
+                        "Profile {profile:?} is not in the shared config or credentials files{}; profiles there: {}.",
+                        if self.profile_files().is_some() {
+                            " named in this block"
+                        } else {
+                            " (~/.aws/config, ~/.aws/credentials, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE)"
+                        },
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ));
+            }
+            Err(e) => problems.push(("profile", format!("The shared AWS files cannot be read: {e}."))),
+        }
+        problems
+    }
+}
+
+/// `~/x` → `$HOME/x`, as the SDK reads shared-file paths.
+fn expand_home(path: &str) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => std::path::Path::new(&home).join(rest),
+        _ => std::path::PathBuf::from(path),
+    }
 }
 
 impl Aws {
-    /// Loads the shared AWS configuration once: `region` and `endpoint_url` override the chain.
-    pub async fn load(region: Option<&str>, endpoint_url: Option<&str>) -> Aws {
-        Self::load_with(region, endpoint_url, Timeouts::default()).await
+    /// Loads the shared AWS configuration once: `region`, `endpoint_url`, `profile` and the
+    /// shared files override the chain; with `assume_role`, every call uses the role's
+    /// credentials (refreshed before they expire).
+    pub async fn load(settings: &AwsSettings) -> Aws {
+        Self::load_with(settings, Timeouts::default()).await
     }
 
     /// [`Aws::load`] with other timeouts.
-    pub async fn load_with(region: Option<&str>, endpoint_url: Option<&str>, timeouts: Timeouts) -> Aws {
+    pub async fn load_with(settings: &AwsSettings, timeouts: Timeouts) -> Aws {
         let timeout_config = aws_config::timeout::TimeoutConfig::builder()
             .connect_timeout(timeouts.connect)
             .read_timeout(timeouts.read)
@@ -107,18 +240,53 @@ impl Aws {
             .operation_timeout(timeouts.operation)
             .build();
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeout_config);
-        if let Some(r) = region {
-            loader = loader.region(aws_config::Region::new(r.to_string()));
+        if let Some(r) = &settings.region {
+            loader = loader.region(aws_config::Region::new(r.clone()));
         }
-        if let Some(url) = endpoint_url {
+        if let Some(url) = &settings.endpoint_url {
             loader = loader.endpoint_url(url);
         }
-        let config = loader.load().await;
+        if let Some(profile) = &settings.profile {
+            loader = loader.profile_name(profile);
+        }
+        if let Some(files) = settings.profile_files() {
+            loader = loader.profile_files(files);
+        }
+        let mut config = loader.load().await;
+        if let Some(role) = &settings.assume_role {
+            let mut builder = aws_config::sts::AssumeRoleProvider::builder(role.role_arn.clone())
+                .session_name(role.session_name.clone())
+                .configure(&config);
+            if let Some(id) = &role.external_id {
+                builder = builder.external_id(id.clone());
+            }
+            if let Some(length) = role.duration {
+                builder = builder.session_length(length);
+            }
+            let provider = builder.build().await;
+            config = config
+                .into_builder()
+                .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(provider))
+                .build();
+        }
         Aws {
             elasticache: aws_sdk_elasticache::Client::new(&config),
             secrets: aws_sdk_secretsmanager::Client::new(&config),
             ssm: aws_sdk_ssm::Client::new(&config),
+            sts: aws_sdk_sts::Client::new(&config),
         }
+    }
+
+    /// STS GetCallerIdentity: the account the credentials belong to.
+    ///
+    /// # Errors
+    /// No credentials, refused credentials, a role that cannot be assumed: the SDK's error.
+    pub async fn caller_account(&self) -> Result<String, AwsError> {
+        tracing::debug!(aws_call = "sts:GetCallerIdentity");
+        let out = self.sts.get_caller_identity().send().await.map_err(sdk)?;
+        out.account()
+            .map(str::to_string)
+            .ok_or_else(|| AwsError::Sdk("STS GetCallerIdentity returned no account".into()))
     }
 
     /// DescribeReplicationGroups: members, AZs, roles and read endpoints (cluster mode disabled).

@@ -1,0 +1,253 @@
+//! AWS credentials the way CI pipelines have them, through the real terraform CLI against
+//! moto: a named profile from shared files given in the provider block, a `credential_process`
+//! profile, a `source_profile` role profile, `assume_role`, web identity
+//! (`AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`, as EKS IRSA and GitHub OIDC set them), and
+//! `allowed_account_ids` / `forbidden_account_ids` refusing the wrong account at plan time,
+//! before anything is read or written. moto tells accounts apart: static keys belong to
+//! 123456789012, an assumed role's credentials to the account in its ARN.
+//!
+//! Every terraform process runs with no AWS credentials in its environment and HOME pointing at
+//! its own temp dir, so the only credentials are the ones each test gives.
+
+mod common;
+
+use common::moto::Moto;
+use common::{Terraform, PREAMBLE};
+
+const PARAM: &str = "/prod/cache/replica-map";
+
+/// A terraform working dir whose environment has no AWS credentials of its own.
+fn terraform(moto: &Moto) -> Terraform {
+    let mut tf = Terraform::dev_overrides();
+    for key in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ] {
+        tf.env_remove(key);
+    }
+    let home = tf.path("home");
+    std::fs::create_dir_all(&home).unwrap();
+    tf.env("HOME", home.to_str().unwrap());
+    tf.env("AWS_EC2_METADATA_DISABLED", "true");
+    tf.env("AWS_REGION", "ap-northeast-1");
+    tf.env("AWS_ENDPOINT_URL", &moto.endpoint);
+    tf
+}
+
+/// A replica map published to SSM, with the given `aws` block lines.
+fn config(moto: &Moto, aws: &str) -> String {
+    format!(
+        "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n{aws}  }}\n}}\n\n\
+         resource \"locality_zone_replica_map\" \"cache\" {{\n  member {{\n    endpoint = \"replica-a.example:6379\"\n    zone     = \"ap-northeast-1a\"\n    role     = \"replica\"\n  }}\n  fallback_endpoint = \"reader.example:6379\"\n\n  ssm_parameter {{\n    name = \"{PARAM}\"\n  }}\n}}\n",
+        moto.endpoint
+    )
+}
+
+fn flat(out: &str) -> String {
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the parameter exists in moto's account `account` (read with credentials of a role
+/// of that account, which moto files under it).
+async fn published_in(moto: &Moto, account: &str) -> bool {
+    let base = moto.config().await;
+    let role = aws_config::sts::AssumeRoleProvider::builder(format!("arn:aws:iam::{account}:role/reader"))
+        .session_name("check")
+        .configure(&base)
+        .build()
+        .await;
+    let config = base
+        .into_builder()
+        .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(role))
+        .build();
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    ssm.get_parameter().name(PARAM).send().await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_profile_from_files_in_the_block_and_a_credential_process() {
+    let moto = Moto::start();
+    let endpoint = moto.endpoint.clone();
+    tokio::task::spawn_blocking(move || {
+        let tf = terraform(&moto);
+        let marker = tf.path("process-ran");
+        let script = tf.path("creds.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ntouch '{}'\necho '{{\"Version\": 1, \"AccessKeyId\": \"AKIDPROCESS\", \"SecretAccessKey\": \"process-secret\"}}'\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        tf.write(
+            "aws/credentials",
+            "[ci]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = profile-secret\n",
+        );
+        tf.write(
+            "aws/config",
+            &format!(
+                "[profile ci]\nregion = ap-northeast-1\n\n[profile proc]\ncredential_process = {}\n\n[profile deploy]\nrole_arn = arn:aws:iam::444444444444:role/deploy\nsource_profile = ci\n",
+                script.display()
+            ),
+        );
+        let files = format!(
+            "    shared_config_files      = [\"{}\"]\n    shared_credentials_files = [\"{}\"]\n",
+            tf.path("aws/config").display(),
+            tf.path("aws/credentials").display()
+        );
+
+        // No credentials anywhere but the profile: the apply works only through it, and STS
+        // says whose they are.
+        tf.write(
+            "main.tf",
+            &config(&moto, &format!("    profile = \"ci\"\n{files}    allowed_account_ids = [\"123456789012\"]\n")),
+        );
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+
+        // A profile that is not there: an error on `profile` naming the ones that are.
+        tf.write("main.tf", &config(&moto, &format!("    profile = \"nope\"\n{files}")));
+        let out = flat(&tf.fails(&["plan"]));
+        assert!(
+            out.contains("Profile \"nope\" is not in the shared config or credentials files")
+                && out.contains("profiles there: ci, deploy, proc"),
+            "{out}"
+        );
+        // A file that is not there: an error on that attribute.
+        tf.write(
+            "main.tf",
+            &config(&moto, "    shared_config_files = [\"/nonexistent/aws-config\"]\n"),
+        );
+        let out = flat(&tf.fails(&["plan"]));
+        assert!(out.contains("\"/nonexistent/aws-config\" is not a readable file") && out.contains("shared_config_files"), "{out}");
+
+        // credential_process (aws-vault, granted): the script runs and its keys are used.
+        tf.write("main.tf", &config(&moto, &format!("    profile = \"proc\"\n{files}    allowed_account_ids = [\"123456789012\"]\n")));
+        tf.ok(&["plan"]);
+        assert!(marker.exists(), "the credential_process ran");
+
+        // A role profile (role_arn + source_profile): the role's account.
+        tf.write("main.tf", &config(&moto, &format!("    profile = \"deploy\"\n{files}    allowed_account_ids = [\"444444444444\"]\n")));
+        tf.ok(&["plan"]);
+        let _ = endpoint;
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assume_role_and_the_account_guard() {
+    let moto = Moto::start();
+    let moto = std::sync::Arc::new(moto);
+    let m = moto.clone();
+    let tf = tokio::task::spawn_blocking(move || {
+        let moto = m;
+        let mut tf = terraform(&moto);
+        tf.env("AWS_ACCESS_KEY_ID", "AKIDBASE");
+        tf.env("AWS_SECRET_ACCESS_KEY", "base-secret");
+
+        // The base credentials are account 123456789012's: refused before anything is written.
+        tf.write("main.tf", &config(&moto, "    allowed_account_ids = [\"999999999999\"]\n"));
+        let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+        assert!(
+            out.contains("AWS account not allowed")
+                && out.contains("belong to account 123456789012, which is not in `allowed_account_ids` (999999999999)"),
+            "{out}"
+        );
+        assert!(!out.contains("base-secret"), "{out}");
+        tf.write("main.tf", &config(&moto, "    forbidden_account_ids = [\"123456789012\"]\n"));
+        let out = flat(&tf.fails(&["plan"]));
+        assert!(out.contains("AWS account forbidden"), "{out}");
+
+        // assume_role: every call is the role's, in the role's account.
+        let role = "    assume_role {\n      role_arn     = \"arn:aws:iam::444444444444:role/locality\"\n      session_name = \"ci-run\"\n      external_id  = \"ext-4711\"\n      duration     = \"30m\"\n    }\n";
+        tf.write("main.tf", &config(&moto, &format!("    allowed_account_ids = [\"444444444444\"]\n{role}")));
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+        // With trace logging, no provider log line carries the secret key, the external ID or
+        // the role's session credentials.
+        tf.env("TF_LOG", "trace");
+        let run = tf.run(&["plan"]);
+        assert_eq!(run.code, 0, "{}", run.all());
+        let provider_lines: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.contains("provider.terraform-provider-locality"))
+            .collect();
+        assert!(provider_lines.iter().any(|l| l.contains("sts:GetCallerIdentity")), "the provider logs at trace level");
+        for secret in ["base-secret", "ext-4711", "x-amz-security-token", "aws_session_token", "FQoGZXIvYXdzE"] {
+            assert!(
+                !provider_lines.iter().any(|l| l.contains(secret)),
+                "{secret} in a provider log line"
+            );
+        }
+        tf.env("TF_LOG", "");
+        // Offline checks of the block.
+        tf.write(
+            "main.tf",
+            &config(&moto, "    allowed_account_ids = [\"12345\"]\n    assume_role {\n      role_arn = \"locality\"\n      duration = \"13h\"\n    }\n"),
+        );
+        let out = flat(&tf.fails(&["validate"]));
+        assert!(
+            out.contains("\"12345\" is not an AWS account ID")
+                && out.contains("is not an IAM role ARN")
+                && out.contains("from 15m to 12h"),
+            "{out}"
+        );
+        tf
+    })
+    .await
+    .unwrap();
+    assert!(
+        published_in(&moto, "444444444444").await,
+        "written with the role's credentials"
+    );
+    assert!(
+        !published_in(&moto, "123456789012").await,
+        "not with the base credentials"
+    );
+    drop(tf);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_identity_through_the_default_chain() {
+    let moto = std::sync::Arc::new(Moto::start());
+    let m = moto.clone();
+    tokio::task::spawn_blocking(move || {
+        let moto = m;
+        let mut tf = terraform(&moto);
+        // What EKS IRSA and GitHub Actions' OIDC set up: a token file and a role.
+        let token = tf.path("token");
+        std::fs::write(
+            &token,
+            "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJyZXBvOmV4YW1wbGUvY2kifQ.c2lnbmF0dXJl",
+        )
+        .unwrap();
+        tf.env("AWS_WEB_IDENTITY_TOKEN_FILE", token.to_str().unwrap());
+        tf.env("AWS_ROLE_ARN", "arn:aws:iam::555555555555:role/github-ci");
+        tf.env("AWS_ROLE_SESSION_NAME", "github-run");
+        tf.write(
+            "main.tf",
+            &config(&moto, "    allowed_account_ids = [\"555555555555\"]\n"),
+        );
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+    assert!(
+        published_in(&moto, "555555555555").await,
+        "written with the web identity role's credentials"
+    );
+}
