@@ -37,10 +37,18 @@ pub enum SendError {
 
 /// Builds a client with the given per-request timeout.
 pub fn client(timeout: Duration) -> reqwest::Client {
+    client_with_agent(
+        timeout,
+        concat!("terraform-provider-locality/", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// [`client`] with another User-Agent (the provider's names the Terraform version too).
+pub fn client_with_agent(timeout: Duration, user_agent: &str) -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(10))
-        .user_agent(concat!("terraform-provider-locality/", env!("CARGO_PKG_VERSION")))
+        .user_agent(user_agent)
         .build()
         .expect("the TLS backend initialises")
 }

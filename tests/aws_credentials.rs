@@ -251,3 +251,63 @@ async fn web_identity_through_the_default_chain() {
         "written with the web identity role's credentials"
     );
 }
+
+/// The AWS SDK's User-Agent names the provider and the Terraform that drives it: seen by a
+/// loopback endpoint that records it and answers 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_requests_name_the_provider_and_terraform() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let agents = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = agents.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&head).to_string();
+                if let Some(agent) = text.lines().find_map(|l| {
+                    l.strip_prefix("user-agent: ")
+                        .or_else(|| l.strip_prefix("User-Agent: "))
+                }) {
+                    seen.lock().unwrap().push(agent.to_string());
+                }
+                let _ = socket
+                    .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let version = tokio::task::spawn_blocking(move || {
+        let moto = Moto::start();
+        let mut tf = terraform(&moto);
+        tf.env("AWS_ACCESS_KEY_ID", "AKIDBASE");
+        tf.env("AWS_SECRET_ACCESS_KEY", "base-secret");
+        tf.env("AWS_MAX_ATTEMPTS", "1");
+        tf.env("AWS_ENDPOINT_URL", &endpoint);
+        let config = config(&moto, "    allowed_account_ids = [\"123456789012\"]\n").replace(&moto.endpoint, &endpoint);
+        tf.write("main.tf", &config);
+        let out = flat(&tf.fails(&["plan"]));
+        assert!(out.contains("AWS credentials not usable"), "{out}");
+        tf.version()
+    })
+    .await
+    .unwrap();
+    let agents = agents.lock().unwrap().clone();
+    let wanted = format!(
+        "app/terraform-provider-locality_{}-terraform_{version}",
+        common::VERSION
+    );
+    assert!(
+        !agents.is_empty() && agents.iter().all(|a| a.contains(&wanted)),
+        "{wanted} in {agents:?}"
+    );
+}

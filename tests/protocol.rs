@@ -32,7 +32,7 @@ impl Provider for ProbeProvider {
             block: Block::new("probe provider"),
         }
     }
-    async fn configure(&self, _: &Value, _: &mut Diagnostics) -> Option<()> {
+    async fn configure(&self, _: &Value, _: &str, _: &mut Diagnostics) -> Option<()> {
         Some(())
     }
     fn resources(&self) -> Vec<Arc<dyn DynamicResource<()>>> {

@@ -57,6 +57,16 @@ async fn lifecycle_with_canonical_comparison() {
         assert_eq!(m["192.0.2.10"], ("aws".into(), "us-east-1".into()));
         // Non-canonical IPv6 and upper-case vendor: no diff after apply, none after refresh.
         tf.assert_no_changes();
+        // Every request names the provider and the Terraform that drives it.
+        let agents: Vec<String> = fake.state.lock().unwrap().user_agents.iter().cloned().collect();
+        assert_eq!(
+            agents,
+            [format!(
+                "Terraform/{} (+https://www.terraform.io) terraform-provider-locality/{}",
+                tf.version(),
+                common::VERSION
+            )]
+        );
         assert!(
             tf.ok(&["state", "show", "locality_region_hint.v6"]).contains("\"NRT\""),
             "upper_tier_colos from supported_regions"

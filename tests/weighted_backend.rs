@@ -139,6 +139,17 @@ async fn lifecycle_failover_drift_import_destroy() {
         std::fs::remove_file(tf.path("import.tf")).unwrap();
         tf.assert_no_changes();
 
+        // Every request names the provider and the Terraform that drives it.
+        let agents = fake.state.lock().unwrap().user_agents.clone();
+        let terraform = tf.version();
+        assert_eq!(
+            agents.into_iter().collect::<Vec<_>>(),
+            [format!(
+                "Terraform/{terraform} (+https://www.terraform.io) terraform-provider-locality/{}",
+                common::VERSION
+            )]
+        );
+
         // destroy leaves the URL map as it is, and says so
         fake.take_requests();
         let out = tf.ok(&["destroy", "-auto-approve"]);

@@ -183,8 +183,13 @@ impl Provider for FloorProvider {
     fn validate(&self, config: &Value, diags: &mut Diagnostics) {
         LocalityProvider.validate(config, diags);
     }
-    async fn configure(&self, config: &Value, diags: &mut Diagnostics) -> Option<ProviderData> {
-        LocalityProvider.configure(config, diags).await
+    async fn configure(
+        &self,
+        config: &Value,
+        terraform_version: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<ProviderData> {
+        LocalityProvider.configure(config, terraform_version, diags).await
     }
     fn resources(&self) -> Vec<Arc<dyn DynamicResource<ProviderData>>> {
         let mut resources = if self.only {

@@ -97,10 +97,21 @@ pub fn schema() -> Schema {
              identity (`import` blocks with `identity`, identities in `terraform show -json`) needs Terraform \
              1.12 or later; list resources (`terraform query`, with `list` blocks in `*.tfquery.hcl` files) and \
              the `locality_shift_weights` action need Terraform 1.14 or later. Tested with 1.11.4 and 1.15.5.\n\n\
-             **Environment variables** read besides the ones named below: `LOCALITY_HTTP_TIMEOUT` (seconds one \
-             Cloudflare or Google request may take, default 60) and `LOCALITY_RANGES_FILE` (an IP-range snapshot \
-             written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region` \
-             and `locality_region_hints.origins`, and by the `locality lookup` CLI).",
+             **Environment variables** the provider reads (the `locality` CLI reads `LOCALITY_RANGES_FILE`, `XDG_DATA_HOME` and `HOME`):\n\n\
+             | variable | what |\n\
+             |---|---|\n\
+             | `CLOUDFLARE_API_TOKEN`, `CLOUDFLARE_BASE_URL` | `cloudflare.api_token`, `cloudflare.base_url` when the block does not set them |\n\
+             | `GOOGLE_OAUTH_ACCESS_TOKEN` | `google.access_token` when the block does not set it |\n\
+             | `AWS_REGION`, `AWS_PROFILE`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_ROLE_SESSION_NAME`, `AWS_CONTAINER_CREDENTIALS_*`, `AWS_EC2_METADATA_DISABLED`, `AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_MAX_ATTEMPTS` | the standard AWS chain, as every AWS SDK reads it (the `aws` block's attributes win) |\n\
+             | `AWS_ENDPOINT_URL` | `aws.endpoint_url` when the block does not set it |\n\
+             | `TF_LOG_PROVIDER`, `TF_LOG` | the provider's log level (logs never carry credentials) |\n\
+             | `LOCALITY_HTTP_TIMEOUT` | seconds one Cloudflare or Google request may take (default 60) |\n\
+             | `LOCALITY_RANGES_FILE` | an IP-range snapshot written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region`, `locality_region_hints.origins` and `locality lookup` |\n\
+             | `XDG_DATA_HOME`, `HOME` | where `locality ranges update` writes without `-o` |\n\n\
+             Every API request's User-Agent names the provider's and Terraform's versions \
+             (`Terraform/1.15.5 (+https://www.terraform.io) terraform-provider-locality/0.1.0`; the AWS SDK's \
+             carries `app/terraform-provider-locality_0.1.0-terraform_1.15.5`), so the clouds' own logs tell \
+             its calls apart.",
         )
         .block(NestedBlock::new(
             "cloudflare",

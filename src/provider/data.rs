@@ -58,6 +58,8 @@ pub struct ProviderData {
     /// name → (weight in Terraform's state, live weight). Refresh and plan of one resource run
     /// in the same provider process, so plan can tell a live change from a configuration change.
     moved_weights: Mutex<HashMap<String, MovedWeights>>,
+    /// The Terraform version ConfigureProvider reported (for the User-Agent).
+    terraform_version: String,
 }
 
 impl ProviderData {
@@ -70,7 +72,41 @@ impl ProviderData {
             aws: tokio::sync::OnceCell::new(),
             published_files: Mutex::default(),
             moved_weights: Mutex::default(),
+            terraform_version: String::new(),
         }
+    }
+
+    /// Records the Terraform version ConfigureProvider reported: every API request's
+    /// User-Agent names it.
+    pub fn with_terraform_version(mut self, version: &str) -> Self {
+        self.terraform_version = version.to_string();
+        self
+    }
+
+    /// The User-Agent of every Cloudflare and Google request, as official providers write it:
+    /// `Terraform/1.15.5 (+https://www.terraform.io) terraform-provider-locality/0.1.0`.
+    pub fn user_agent(&self) -> String {
+        let provider = concat!("terraform-provider-locality/", env!("CARGO_PKG_VERSION"));
+        match self.terraform_version.as_str() {
+            "" => provider.to_string(),
+            tf => format!("Terraform/{tf} (+https://www.terraform.io) {provider}"),
+        }
+    }
+
+    /// The AWS SDK's application name (`app/…` in its User-Agent; letters, digits and
+    /// `-._` only): `terraform-provider-locality_0.1.0-terraform_1.15.5`.
+    pub fn aws_app_name(&self) -> String {
+        let clean = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' })
+                .take(16)
+                .collect()
+        };
+        let mut name = format!("terraform-provider-locality_{}", clean(env!("CARGO_PKG_VERSION")));
+        if !self.terraform_version.is_empty() {
+            name.push_str(&format!("-terraform_{}", clean(&self.terraform_version)));
+        }
+        name.chars().take(50).collect()
     }
 
     /// Records what refresh found about a weighted route: the services whose live weight
@@ -111,7 +147,7 @@ impl ProviderData {
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .filter(|s| *s > 0)
                     .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_secs);
-                crate::http::client(timeout)
+                crate::http::client_with_agent(timeout, &self.user_agent())
             })
             .clone()
     }
@@ -143,6 +179,7 @@ impl ProviderData {
             profile: c.profile.clone(),
             shared_config_files: c.shared_config_files.clone(),
             shared_credentials_files: c.shared_credentials_files.clone(),
+            app_name: Some(self.aws_app_name()),
             assume_role: c.assume_role.as_ref().map(|role| RoleSettings {
                 role_arn: role.role_arn.clone(),
                 session_name: role

@@ -46,13 +46,18 @@ impl Provider for LocalityProvider {
         config::validate(config, diags);
     }
 
-    async fn configure(&self, config: &Value, diags: &mut Diagnostics) -> Option<ProviderData> {
+    async fn configure(
+        &self,
+        config: &Value,
+        terraform_version: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<ProviderData> {
         let resolved = config::resolve(config, diags);
-        tracing::debug!(config = ?resolved, "provider configured");
+        tracing::debug!(config = ?resolved, terraform_version, "provider configured");
         if diags.has_errors() {
             return None;
         }
-        let data = ProviderData::new(resolved);
+        let data = ProviderData::new(resolved).with_terraform_version(terraform_version);
         check_aws_credentials(&data, diags).await;
         (!diags.has_errors()).then_some(data)
     }

@@ -456,7 +456,12 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
             &mut diags,
         ) {
             let config = self.inner.provider_schema.block.conform(&config);
-            if let Some(data) = self.inner.provider.configure(&config, &mut diags).await {
+            if let Some(data) = self
+                .inner
+                .provider
+                .configure(&config, &req.terraform_version, &mut diags)
+                .await
+            {
                 *self.inner.data.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(data));
             }
         }

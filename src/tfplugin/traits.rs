@@ -39,8 +39,9 @@ pub trait Provider: Send + Sync + 'static {
     /// Offline checks of the provider block (values may be unknown).
     fn validate(&self, _config: &Value, _diags: &mut Diagnostics) {}
 
-    /// Builds the provider data from a wholly known `provider` block.
-    async fn configure(&self, config: &Value, diags: &mut Diagnostics) -> Option<Self::Data>;
+    /// Builds the provider data from a wholly known `provider` block. `terraform_version` is
+    /// the version Terraform reported (e.g. `1.15.5`; empty when it sent none).
+    async fn configure(&self, config: &Value, terraform_version: &str, diags: &mut Diagnostics) -> Option<Self::Data>;
 
     /// The managed resource types (see [`resource`] for typed ones).
     fn resources(&self) -> Vec<Arc<dyn DynamicResource<Self::Data>>>;

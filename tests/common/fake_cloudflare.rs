@@ -56,6 +56,8 @@ pub struct Inner {
     /// instead of item by item: the other way the API may report the limit.
     pub limit_refuses_whole_batch: bool,
     pub requests: Vec<String>,
+    /// Every User-Agent seen.
+    pub user_agents: std::collections::BTreeSet<String>,
     clock: u64,
 }
 
@@ -184,6 +186,9 @@ enum Gate {
 fn gate(state: &Arc<Mutex<Inner>>, headers: &HeaderMap, line: String) -> Gate {
     let mut s = state.lock().unwrap();
     s.requests.push(line);
+    if let Some(agent) = headers.get("user-agent").and_then(|v| v.to_str().ok()) {
+        s.user_agents.insert(agent.to_string());
+    }
     let auth = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())

@@ -54,6 +54,8 @@ pub struct Inner {
     pub after_get: Option<(u32, Mutation)>,
     /// Every request: "METHOD path".
     pub requests: Vec<String>,
+    /// Every User-Agent seen.
+    pub user_agents: std::collections::BTreeSet<String>,
     /// URL-map GETs to accept and never answer.
     pub silent_reads: u32,
     /// Faults for PATCHes only, in order.
@@ -331,6 +333,9 @@ fn set_weight_in(map: &mut Value, backend: &str, weight: u32) {
 /// Auth, faults and the request log, common to every route.
 fn preamble(s: &mut Inner, headers: &HeaderMap, line: String) -> Option<Response> {
     s.requests.push(line);
+    if let Some(agent) = headers.get("user-agent").and_then(|v| v.to_str().ok()) {
+        s.user_agents.insert(agent.to_string());
+    }
     if let Some((status, retry_after)) = s.faults.pop_front() {
         let mut response = error(StatusCode::from_u16(status).unwrap(), "backendError", "injected fault");
         if let Some(secs) = retry_after {

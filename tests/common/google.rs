@@ -128,7 +128,7 @@ impl Provider for Google {
             block: Block::new("google").attribute(Attribute::string("project").optional()),
         }
     }
-    async fn configure(&self, _: &Value, _: &mut Diagnostics) -> Option<()> {
+    async fn configure(&self, _: &Value, _: &str, _: &mut Diagnostics) -> Option<()> {
         Some(())
     }
     fn resources(&self) -> Vec<Arc<dyn DynamicResource<()>>> {

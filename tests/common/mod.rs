@@ -199,6 +199,13 @@ impl Terraform {
         cmd
     }
 
+    /// The version of the terraform this runs (`1.11.4`, `1.15.5`).
+    pub fn version(&self) -> String {
+        let run = self.run(&["version", "-json"]);
+        let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("terraform version -json");
+        json["terraform_version"].as_str().expect("a version").to_string()
+    }
+
     /// Runs and requires exit code 0.
     #[track_caller]
     pub fn ok(&self, args: &[&str]) -> String {

@@ -112,6 +112,8 @@ pub struct AwsSettings {
     pub shared_credentials_files: Vec<String>,
     /// A role to assume.
     pub assume_role: Option<RoleSettings>,
+    /// The application name the SDK puts in its User-Agent (`app/…`).
+    pub app_name: Option<String>,
 }
 
 /// A role to assume.
@@ -248,6 +250,13 @@ impl Aws {
         }
         if let Some(profile) = &settings.profile {
             loader = loader.profile_name(profile);
+        }
+        if let Some(name) = settings
+            .app_name
+            .clone()
+            .and_then(|n| aws_types::app_name::AppName::new(n).ok())
+        {
+            loader = loader.app_name(name);
         }
         if let Some(files) = settings.profile_files() {
             loader = loader.profile_files(files);
