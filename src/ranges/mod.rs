@@ -233,6 +233,10 @@ fn generic(service: &str) -> bool {
 impl Table {
     /// Builds a table: duplicate (prefix, vendor, region) rows are merged, keeping the most
     /// specific service name; the order is made canonical so that snapshots are reproducible.
+    ///
+    /// # Panics
+    /// With 65,535 or more distinct region and service names (the format numbers them with 16
+    /// bits; `locality ranges update` checks this before it builds a table).
     pub fn new(date: &str, mut ranges: Vec<Range>) -> Table {
         ranges.sort_by(|a, b| {
             (
@@ -527,6 +531,13 @@ fn decode_v1(bytes: &[u8]) -> Result<Table, String> {
             region: if region == u16::MAX { None } else { Some(text(region)?) },
             service: text(service)?,
         });
+    }
+    let names: std::collections::HashSet<&str> = ranges
+        .iter()
+        .flat_map(|r| r.region.as_deref().into_iter().chain([r.service.as_str()]))
+        .collect();
+    if names.len() >= usize::from(u16::MAX) {
+        return Err("too many distinct names".into());
     }
     Ok(Table::new(&date, ranges))
 }

@@ -88,10 +88,10 @@ impl Resource<ProviderData> for RegionHints {
             }
         }
         let wanted = desired(config, ranges::active(), diags);
-        planned.unmanaged_mappings = if planned.is_exclusive() {
-            Field::known_map(BTreeMap::<String, String>::new())
-        } else {
-            Field::Null
+        planned.unmanaged_mappings = match planned.exclusive {
+            Field::Known(true) => Field::known_map(BTreeMap::<String, String>::new()),
+            Field::Unknown => Field::Unknown,
+            _ => Field::Null,
         };
         let Some(wanted) = wanted else {
             planned.effective = Field::Unknown;
