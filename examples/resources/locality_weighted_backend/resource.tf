@@ -16,14 +16,13 @@ resource "locality_weighted_backend" "web" {
   }
 }
 
-# Drain one region: list only it, at 0. The services not listed keep their live
-# weight and carry the traffic (the plan fails only if every weight would be 0).
-resource "locality_weighted_backend" "drain_tokyo" {
-  url_map = "web-urlmap"
-  weights = {
-    "web-bs-tokyo" = 0
-  }
-}
+# Draining one region needs only that region listed, at 0: the services not listed
+# keep their live weight and carry the traffic (plan fails only if every weight of
+# the route would be 0). One resource per route: do not manage the same route twice.
+#
+#   weights = {
+#     "web-bs-tokyo" = 0
+#   }
 
 # A regional URL map (internal or regional external Application Load Balancer), and
 # one route of it: route rule 10 of path matcher "api". Nothing else in the URL map
