@@ -519,6 +519,17 @@ async fn regional_path_matcher_and_route_rule_weights() {
         );
         let out = tf.fails(&["apply", "-auto-approve"]).split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(out.contains("no route rule with priority 15") && out.contains("priorities are: 10, 20"), "{out}");
+        // Two resources on one route with different weights: a plan-time error, nothing written.
+        fake.take_requests();
+        tf.write(
+            "main.tf",
+            &format!(
+                "{provider}\nresource \"locality_weighted_backend\" \"a\" {{\n  region       = \"{REGION}\"\n  url_map      = \"{MAP}\"\n  path_matcher = \"api\"\n  weights      = {{ \"api-bs-tokyo\" = 100 }}\n}}\n\nresource \"locality_weighted_backend\" \"b\" {{\n  region       = \"{REGION}\"\n  url_map      = \"{MAP}\"\n  path_matcher = \"api\"\n  weights      = {{ \"api-bs-tokyo\" = 0, \"api-bs-osaka\" = 100 }}\n}}\n"
+            ),
+        );
+        let out = tf.fails(&["plan"]).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(out.contains("Route managed twice") && out.contains("the default route of path matcher \"api\""), "{out}");
+        assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
         // route_rule_priority without path_matcher: an offline error on the attribute.
         tf.write(
             "main.tf",

@@ -58,6 +58,8 @@ pub struct ProviderData {
     /// name → (weight in Terraform's state, live weight). Refresh and plan of one resource run
     /// in the same provider process, so plan can tell a live change from a configuration change.
     moved_weights: Mutex<HashMap<String, MovedWeights>>,
+    /// Routes of URL maps planned in this run, with the weights planned for each.
+    planned_routes: Mutex<HashMap<String, BTreeMap<String, u32>>>,
     /// The Terraform version ConfigureProvider reported (for the User-Agent).
     terraform_version: String,
 }
@@ -72,6 +74,7 @@ impl ProviderData {
             aws: tokio::sync::OnceCell::new(),
             published_files: Mutex::default(),
             moved_weights: Mutex::default(),
+            planned_routes: Mutex::default(),
             terraform_version: String::new(),
         }
     }
@@ -107,6 +110,19 @@ impl ProviderData {
             name.push_str(&format!("-terraform_{}", clean(&self.terraform_version)));
         }
         name.chars().take(50).collect()
+    }
+
+    /// Records that a resource of this run sets these weights on a route (its ID); `false`
+    /// when another one sets other weights there (two resources fighting over one route).
+    pub fn claim_route(&self, id: &str, weights: &BTreeMap<String, u32>) -> bool {
+        let mut routes = self.planned_routes.lock().unwrap_or_else(|e| e.into_inner());
+        match routes.get(id) {
+            Some(other) => other == weights,
+            None => {
+                routes.insert(id.to_string(), weights.clone());
+                true
+            }
+        }
     }
 
     /// Records what refresh found about a weighted route: the services whose live weight

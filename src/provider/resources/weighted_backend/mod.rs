@@ -200,6 +200,18 @@ impl Resource<ProviderData> for WeightedBackend {
         let Some(desired) = planned.known_weights() else {
             return;
         };
+        let by_name: BTreeMap<String, u32> = desired.iter().map(|(k, w)| (backend_name(k).to_string(), *w)).collect();
+        if !ctx.data.claim_route(&id, &by_name) {
+            diags.attribute_error(
+                AttributePath::root("url_map"),
+                "Route managed twice",
+                format!(
+                    "Another locality_weighted_backend of this configuration sets other weights on {route} of URL map \
+                     {location}. Manage each route in one resource: two would undo each other's writes on every apply."
+                ),
+            );
+            return;
+        }
         warn_about_outside_changes(&location, &route, &ctx.data.moved_weights(&id), &desired, diags);
         // Check the weights after the change against the live URL map, when there is a change
         // to check: an apply that writes nothing needs none.
