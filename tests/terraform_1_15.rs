@@ -76,6 +76,33 @@ async fn every_resource_has_an_identity_and_imports_by_it() {
         tf.write("main.tf", &resources);
         tf.ok(&["apply", "-auto-approve"]);
         tf.assert_no_changes();
+
+        // A state written by the release before regional URL maps, routes and
+        // `unmanaged_mappings`: without those attributes and identity attributes. It upgrades
+        // in place: an empty plan, no error.
+        let state_path = tf.path("terraform.tfstate");
+        let mut state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+        for resource in state["resources"].as_array_mut().unwrap() {
+            let kind = resource["type"].as_str().unwrap().to_string();
+            for instance in resource["instances"].as_array_mut().unwrap() {
+                let (attributes, identity): (&[&str], &[&str]) = match kind.as_str() {
+                    "locality_weighted_backend" => (
+                        &["region", "path_matcher", "route_rule_priority"],
+                        &["region", "path_matcher", "route_rule_priority"],
+                    ),
+                    "locality_region_hints" => (&["unmanaged_mappings"], &[]),
+                    _ => (&[], &[]),
+                };
+                for key in attributes {
+                    instance["attributes"].as_object_mut().unwrap().remove(*key);
+                }
+                for key in identity {
+                    instance["identity"].as_object_mut().unwrap().remove(*key);
+                }
+            }
+        }
+        std::fs::write(&state_path, serde_json::to_string_pretty(&state).unwrap()).unwrap();
+        tf.assert_no_changes();
         assert_eq!(
             identity_of(&tf, "locality_region_hint.one"),
             serde_json::json!({"zone_id": zone, "origin_ip": "2001:db8::1"})
