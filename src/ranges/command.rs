@@ -226,18 +226,7 @@ pub async fn update(
     let date = date
         .or_else(|| [aws_date, gcp_date, oci_date].into_iter().flatten().max())
         .ok_or("no file carries a date: pass --date YYYY-MM-DD")?;
-    // The snapshot numbers region and service names with 16 bits (0xFFFF means none).
-    let names: std::collections::HashSet<&str> = ranges
-        .iter()
-        .flat_map(|r| r.region.as_deref().into_iter().chain([r.service.as_str()]))
-        .collect();
-    if names.len() >= usize::from(u16::MAX) {
-        return Err(format!(
-            "the files name {} distinct regions and services; a snapshot holds at most 65,534",
-            names.len()
-        ));
-    }
-    let table = Table::new(&date, ranges);
+    let table = Table::new(&date, ranges)?;
     let bytes = table.encode();
     let shown = output.display();
     if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -234,10 +234,10 @@ impl Table {
     /// Builds a table: duplicate (prefix, vendor, region) rows are merged, keeping the most
     /// specific service name; the order is made canonical so that snapshots are reproducible.
     ///
-    /// # Panics
-    /// With 65,535 or more distinct region and service names (the format numbers them with 16
-    /// bits; `locality ranges update` checks this before it builds a table).
-    pub fn new(date: &str, mut ranges: Vec<Range>) -> Table {
+    /// # Errors
+    /// More distinct region and service names than the format numbers (65,534), or more ranges
+    /// than it counts.
+    pub fn new(date: &str, mut ranges: Vec<Range>) -> Result<Table, String> {
         ranges.sort_by(|a, b| {
             (
                 a.net.network(),
@@ -259,8 +259,7 @@ impl Table {
         ranges.dedup_by(|later, first| {
             later.net == first.net && later.vendor == first.vendor && later.region == first.region
         });
-        let bytes = encode(date, &ranges);
-        Table::from_bytes(std::borrow::Cow::Owned(bytes)).expect("a snapshot this module wrote is valid")
+        Table::from_bytes(std::borrow::Cow::Owned(encode(date, &ranges)?))
     }
 
     /// Opens version-2 snapshot bytes where they lie, checking every record and interval
@@ -434,13 +433,21 @@ fn search<const N: usize, T: Copy + Ord>(
 pub const STALE_AFTER_DAYS: u64 = 180;
 
 /// Writes the version-2 format (see [`Table`]) of canonically ordered, merged ranges.
-fn encode(date: &str, ranges: &[Range]) -> Vec<u8> {
+///
+/// # Errors
+/// Names or ranges beyond what the format counts (0xFFFF means "no region").
+fn encode(date: &str, ranges: &[Range]) -> Result<Vec<u8>, String> {
+    let count =
+        |n: usize, what: &str| u32::try_from(n).map_err(|_| format!("{n} {what} are more than a snapshot holds"));
     let mut strings: Vec<&str> = Vec::new();
     let mut index: HashMap<&str, u16> = HashMap::new();
     for r in ranges {
         for s in r.region.iter().map(String::as_str).chain([r.service.as_str()]) {
             if !index.contains_key(s) {
-                index.insert(s, u16::try_from(strings.len()).expect("fewer than 65,535 names"));
+                let next = u16::try_from(strings.len()).ok().filter(|i| *i < u16::MAX).ok_or(
+                    "the files name more than 65,534 distinct regions and services, more than a snapshot holds",
+                )?;
+                index.insert(s, next);
                 strings.push(s);
             }
         }
@@ -448,13 +455,13 @@ fn encode(date: &str, ranges: &[Range]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC_V2);
     put_str(&mut out, date);
-    out.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+    out.extend_from_slice(&count(strings.len(), "names")?.to_le_bytes());
     for s in &strings {
         put_str(&mut out, s);
     }
     let (v4, v6): (Vec<&Range>, Vec<&Range>) = ranges.iter().partition(|r| r.net.addr().is_ipv4());
     for (family, v6_family) in [(v4, false), (v6, true)] {
-        out.extend_from_slice(&(family.len() as u32).to_le_bytes());
+        out.extend_from_slice(&count(family.len(), "ranges")?.to_le_bytes());
         for r in &family {
             match r.net {
                 IpNet::V4(n) => out.extend_from_slice(&n.network().octets()),
@@ -475,7 +482,7 @@ fn encode(date: &str, ranges: &[Range]) -> Vec<u8> {
             IpNet::V6(n) => (u128::from(n.network()), u128::from(n.broadcast()), n.prefix_len(), i),
         });
         let found = intervals(prefixes);
-        out.extend_from_slice(&(found.starts.len() as u32).to_le_bytes());
+        out.extend_from_slice(&count(found.starts.len(), "intervals")?.to_le_bytes());
         let width = if v6_family { 16 } else { 4 };
         for values in [&found.starts, &found.ends] {
             for v in values {
@@ -486,7 +493,7 @@ fn encode(date: &str, ranges: &[Range]) -> Vec<u8> {
             out.extend_from_slice(&i.to_le_bytes());
         }
     }
-    out
+    Ok(out)
 }
 
 /// Reads the version-1 format: `LCRS` 1, date, string table, then per range: family (4|6),
@@ -532,14 +539,7 @@ fn decode_v1(bytes: &[u8]) -> Result<Table, String> {
             service: text(service)?,
         });
     }
-    let names: std::collections::HashSet<&str> = ranges
-        .iter()
-        .flat_map(|r| r.region.as_deref().into_iter().chain([r.service.as_str()]))
-        .collect();
-    if names.len() >= usize::from(u16::MAX) {
-        return Err("too many distinct names".into());
-    }
-    Ok(Table::new(&date, ranges))
+    Table::new(&date, ranges)
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -739,6 +739,21 @@ mod tests {
                 range("2600:1f00::/24", Vendor::Aws, Some("us-east-1"), "EC2"),
             ],
         )
+        .unwrap()
+    }
+
+    #[test]
+    fn more_names_than_the_format_numbers_is_an_error_not_a_panic() {
+        let ranges: Vec<Range> = (0..70_000u32)
+            .map(|i| Range {
+                net: IpNet::new(IpAddr::from(std::net::Ipv4Addr::from(i << 8)), 24).unwrap(),
+                vendor: Vendor::Aws,
+                region: None,
+                service: format!("svc-{i}"),
+            })
+            .collect();
+        let err = Table::new("2026-10-26", ranges).err().unwrap();
+        assert!(err.contains("65,534"), "{err}");
     }
 
     #[test]

@@ -144,8 +144,7 @@ impl Resource<ProviderData> for RegionHints {
             .filter_map(|ip| Some((ip.clone(), hint_of(live.get(ip)?))))
             .collect();
         state.id = zone.as_str().into();
-        let zone_hints: BTreeMap<String, String> = live.iter().map(|(ip, m)| (ip.clone(), hint_of(m))).collect();
-        state.set_unmanaged_from(&zone_hints, &effective);
+        state.set_unmanaged_from(&live, &effective, hint_of);
         state.set_effective(&effective);
         Some(state)
     }
@@ -367,8 +366,7 @@ async fn write(
         .map(|(ip, m)| (ip.clone(), hint_of(m)))
         .collect();
     planned.id = zone.as_str().into();
-    let zone_hints: BTreeMap<String, String> = after.iter().map(|(ip, m)| (ip.clone(), hint_of(m))).collect();
-    planned.set_unmanaged_from(&zone_hints, &effective);
+    planned.set_unmanaged_from(&after, &effective, hint_of);
     planned.set_effective(&effective);
     if prior.is_none() && effective.is_empty() && diags.has_errors() {
         return None; // nothing was created or adopted: nothing to track

@@ -50,19 +50,23 @@ impl RegionHintsModel {
     }
 
     /// Sets `unmanaged` and, while exclusive, `unmanaged_mappings`, from what the zone holds
-    /// (canonical IP → `vendor:region`) and what this resource manages.
-    pub fn set_unmanaged_from(&mut self, zone: &BTreeMap<String, String>, effective: &BTreeMap<String, String>) {
-        let others: BTreeMap<String, String> = zone
-            .iter()
-            .filter(|(ip, _)| !effective.contains_key(*ip))
-            .map(|(ip, hint)| (ip.clone(), hint.clone()))
-            .collect();
-        self.set_unmanaged(others.len());
-        self.unmanaged_mappings = if self.is_exclusive() {
-            Field::known_map(others)
+    /// (canonical IP → mapping, shown as `vendor:region` by `hint`) and what this resource
+    /// manages. The mappings are only spelled out while exclusive.
+    pub fn set_unmanaged_from<M>(
+        &mut self,
+        zone: &BTreeMap<String, M>,
+        effective: &BTreeMap<String, String>,
+        hint: impl Fn(&M) -> String,
+    ) {
+        let others = zone.iter().filter(|(ip, _)| !effective.contains_key(*ip));
+        if self.is_exclusive() {
+            let others: BTreeMap<String, String> = others.map(|(ip, m)| (ip.clone(), hint(m))).collect();
+            self.set_unmanaged(others.len());
+            self.unmanaged_mappings = Field::known_map(others);
         } else {
-            Field::Null
-        };
+            self.set_unmanaged(others.count());
+            self.unmanaged_mappings = Field::Null;
+        }
     }
 
     /// Whether `exclusive` is true.
