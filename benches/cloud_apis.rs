@@ -15,6 +15,9 @@ mod fake_cloudflare;
 #[path = "../tests/common/fake_compute.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod fake_compute;
+#[path = "../tests/common/fake_google_auth.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod fake_google_auth;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

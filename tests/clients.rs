@@ -30,7 +30,9 @@ async fn compute() -> (FakeCompute, Compute) {
     let client = Compute::new(
         locality::http::client(std::time::Duration::from_secs(10)),
         &fake.base_url(),
-        Secret::new(GOOGLE_TOKEN),
+        std::sync::Arc::new(locality::provider::google::GoogleAuth::access_token(Secret::new(
+            GOOGLE_TOKEN,
+        ))),
         quick_retries(),
         polling,
     );

@@ -10,8 +10,11 @@ provider "locality" {
   }
 
   google {
-    access_token = var.google_token # default: env GOOGLE_OAUTH_ACCESS_TOKEN
-    project      = "my-project"
+    # Nothing set: Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's
+    # application-default login, the metadata server). Or a key / workload identity file:
+    # credentials = "wif.json"
+    impersonate_service_account = "deployer@my-project.iam.gserviceaccount.com"
+    project                     = "my-project" # default: GOOGLE_PROJECT, GOOGLE_CLOUD_PROJECT, ...
   }
 }
 
@@ -20,7 +23,3 @@ variable "cloudflare_token" {
   sensitive = true
 }
 
-variable "google_token" {
-  type      = string
-  sensitive = true
-}

@@ -61,12 +61,22 @@ pub const DEFAULT_SESSION_NAME: &str = "terraform-provider-locality";
 /// Google Cloud settings.
 #[derive(Debug, Clone, Default)]
 pub struct GoogleConfig {
-    /// OAuth access token (block, else `GOOGLE_OAUTH_ACCESS_TOKEN`).
+    /// OAuth access token (block, else `GOOGLE_OAUTH_ACCESS_TOKEN`); wins over everything else.
     pub access_token: Option<Secret>,
-    /// Default project.
+    /// A credentials JSON document (block — a path or the content —, else `GOOGLE_CREDENTIALS`),
+    /// with where it came from; `None`: Application Default Credentials.
+    pub credentials: Option<(Secret, String)>,
+    /// The service account to impersonate (block, else `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`).
+    pub impersonate_service_account: Option<String>,
+    /// Its delegation chain.
+    pub impersonate_service_account_delegates: Vec<String>,
+    /// Default project: the block, `GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`,
+    /// `CLOUDSDK_CORE_PROJECT`, then the credentials' `project_id`.
     pub project: Option<String>,
     /// Compute API base URL.
     pub base_url: String,
+    /// IAM Credentials API base URL (impersonation).
+    pub iam_credentials_base_url: String,
 }
 
 /// The resolved provider configuration: what resources receive.
@@ -102,16 +112,31 @@ pub fn schema() -> Schema {
              |---|---|\n\
              | `CLOUDFLARE_API_TOKEN`, `CLOUDFLARE_BASE_URL` | `cloudflare.api_token`, `cloudflare.base_url` when the block does not set them |\n\
              | `GOOGLE_OAUTH_ACCESS_TOKEN` | `google.access_token` when the block does not set it |\n\
+             | `GOOGLE_CREDENTIALS` | `google.credentials` when the block does not set it (a path or the JSON content) |\n\
+             | `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT` | `google.impersonate_service_account` when the block does not set it |\n\
+             | `GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT` | `google.project` when the block does not set it, in this order |\n\
+             | `GOOGLE_APPLICATION_CREDENTIALS`, `HOME` (gcloud's `~/.config/gcloud/application_default_credentials.json`), `GCE_METADATA_HOST` | Google's Application Default Credentials, used when neither `access_token` nor `credentials` is set |\n\
+             | `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES` | `1` lets an `external_account` credential run its executable |\n\
              | `AWS_REGION`, `AWS_PROFILE`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_ROLE_SESSION_NAME`, `AWS_CONTAINER_CREDENTIALS_*`, `AWS_EC2_METADATA_DISABLED`, `AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_MAX_ATTEMPTS` | the standard AWS chain, as every AWS SDK reads it (the `aws` block's attributes win) |\n\
              | `AWS_ENDPOINT_URL` | `aws.endpoint_url` when the block does not set it |\n\
              | `TF_LOG_PROVIDER`, `TF_LOG` | the provider's log level (logs never carry credentials) |\n\
              | `LOCALITY_HTTP_TIMEOUT` | seconds one Cloudflare or Google request may take (default 60) |\n\
              | `LOCALITY_RANGES_FILE` | an IP-range snapshot written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region`, `locality_region_hints.origins` and `locality lookup` |\n\
              | `XDG_DATA_HOME`, `HOME` | where `locality ranges update` writes without `-o` |\n\n\
+             **Google credentials**, first match wins: `access_token` (or `GOOGLE_OAUTH_ACCESS_TOKEN`), used as \
+             given; `credentials` (or `GOOGLE_CREDENTIALS`); else Application Default Credentials: the file named by \
+             `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's `~/.config/gcloud/application_default_credentials.json` \
+             (`gcloud auth application-default login`), then the metadata server (GCE, GKE workload identity, \
+             Cloud Run, Cloud Build; `GCE_METADATA_HOST` is honoured). With `impersonate_service_account`, the \
+             credentials found are used only to get that service account's tokens. Tokens are refreshed before \
+             they expire, so a long apply or a long `locality_shift_weights` keeps working (a static \
+             `access_token` is not refreshed). Credentials are loaded when a Google resource first needs them, \
+             and a failure is an error of that resource's plan.\n\n\
              Every API request's User-Agent names the provider's and Terraform's versions \
              (`Terraform/1.15.5 (+https://www.terraform.io) terraform-provider-locality/0.1.0`; the AWS SDK's \
              carries `app/terraform-provider-locality_0.1.0-terraform_1.15.5`), so the clouds' own logs tell \
-             its calls apart.",
+             its calls apart. (Google's token endpoints — OAuth, STS, the metadata server — are called by \
+             Google's auth library, with its own.)",
         )
         .block(NestedBlock::new(
             "cloudflare",
@@ -185,11 +210,37 @@ pub fn schema() -> Schema {
         .block(NestedBlock::new(
             "google",
             Nesting::Single,
-            Block::new("Google Cloud access, for the resource `locality_weighted_backend`, the list resource `locality_weighted_backend` and the action `locality_shift_weights`.")
+            Block::new("Google Cloud access, for the resource `locality_weighted_backend`, the list resource `locality_weighted_backend` and the action `locality_shift_weights`. Credentials: see **Google credentials** above.")
                 .attribute(Attribute::string("access_token").optional().sensitive().description(
-                    "OAuth 2.0 access token. Default: the `GOOGLE_OAUTH_ACCESS_TOKEN` environment variable.",
+                    "OAuth 2.0 access token, used as given (not refreshed; e.g. `gcloud auth print-access-token`). \
+                     Wins over every other credential. Default: the `GOOGLE_OAUTH_ACCESS_TOKEN` environment variable.",
                 ))
-                .attribute(Attribute::string("project").optional().description("Default project of `locality_weighted_backend`, its list resource and `locality_shift_weights`."))
+                .attribute(Attribute::string("credentials").optional().sensitive().description(
+                    "The path of a credentials JSON file, or its content: a service-account key \
+                     (`\"type\": \"service_account\"`), gcloud's application-default file (`authorized_user`), a \
+                     workload identity federation configuration (`external_account`: file-, URL- or \
+                     executable-sourced tokens, e.g. GitHub Actions or GitLab OIDC; executables need \
+                     `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1`), or gcloud's `impersonated_service_account`. \
+                     Default: `GOOGLE_CREDENTIALS`, else Application Default Credentials.",
+                ))
+                .attribute(Attribute::string("impersonate_service_account").optional().description(
+                    "A service account email to impersonate: the credentials found get its tokens from the IAM \
+                     Credentials API (`generateAccessToken`; they need `roles/iam.serviceAccountTokenCreator` on it), and \
+                     every Compute call uses those. Default: `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`.",
+                ))
+                .attribute(Attribute::typed("impersonate_service_account_delegates", Type::list(Type::String)).optional().description(
+                    "The delegation chain of service account emails for `impersonate_service_account`, each with \
+                     `roles/iam.serviceAccountTokenCreator` on the next.",
+                ))
+                .attribute(Attribute::string("project").optional().description(
+                    "Default project of `locality_weighted_backend`, its list resource and `locality_shift_weights`. \
+                     Default: `GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`, then the `project_id` \
+                     of the credentials file (`credentials`, `GOOGLE_CREDENTIALS` or `GOOGLE_APPLICATION_CREDENTIALS`).",
+                ))
+                .attribute(Attribute::string("iam_credentials_base_url").optional().description(
+                    "IAM Credentials API base URL, for impersonation. Default: \
+                     `https://iamcredentials.googleapis.com/v1`. Must be `https` unless the host is a loopback address.",
+                ))
                 .attribute(Attribute::string("base_url").optional().description(
                     "Compute Engine API base URL. Default: `https://compute.googleapis.com/compute/v1`. \
                      Must be `https` unless the host is a loopback address.",
@@ -204,6 +255,7 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
         ("cloudflare", "base_url"),
         ("aws", "endpoint_url"),
         ("google", "base_url"),
+        ("google", "iam_credentials_base_url"),
     ] {
         if let Some(url) = config.get(block).get(attr).as_str() {
             if let Err(problem) = check_base_url(url) {
@@ -258,6 +310,45 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
             }
         }
     }
+    let google = config.get("google");
+    let google_at = |attr: &str| AttributePath::root("google").attr(attr);
+    if let Some(email) = google.get("impersonate_service_account").as_str() {
+        if !is_service_account_email(email) {
+            diags.attribute_error(
+                google_at("impersonate_service_account"),
+                "Invalid service account",
+                format!(
+                    "{email:?} is not a service account email such as \"locality@my-project.iam.gserviceaccount.com\"."
+                ),
+            );
+        }
+    }
+    for email in google
+        .get("impersonate_service_account_delegates")
+        .elements()
+        .iter()
+        .filter_map(Value::as_str)
+    {
+        if !is_service_account_email(email) {
+            diags.attribute_error(
+                google_at("impersonate_service_account_delegates"),
+                "Invalid service account",
+                format!("{email:?} is not a service account email such as \"ci@my-project.iam.gserviceaccount.com\"."),
+            );
+        }
+    }
+    if !google
+        .get("impersonate_service_account_delegates")
+        .elements()
+        .is_empty()
+        && google.get("impersonate_service_account").is_null()
+    {
+        diags.attribute_error(
+            google_at("impersonate_service_account_delegates"),
+            "Delegates without a service account",
+            "`impersonate_service_account_delegates` needs `impersonate_service_account`.",
+        );
+    }
     if let Some(region) = config.get("aws").get("region").as_str() {
         if !is_region_name(region) {
             diags.attribute_error(
@@ -304,13 +395,7 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
             allowed_account_ids: strings(config.get("aws").get("allowed_account_ids")),
             forbidden_account_ids: strings(config.get("aws").get("forbidden_account_ids")),
         },
-        google: GoogleConfig {
-            access_token: text("google", "access_token")
-                .or_else(|| env("GOOGLE_OAUTH_ACCESS_TOKEN"))
-                .map(Secret::new),
-            project: text("google", "project"),
-            base_url: text("google", "base_url").unwrap_or_else(|| GOOGLE_DEFAULT_BASE_URL.into()),
-        },
+        google: resolve_google(config, diags),
     };
     // Values from the environment are checked here; the block's own were checked in validate.
     for (name, url) in [
@@ -324,6 +409,111 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
         }
     }
     resolved
+}
+
+fn resolve_google(config: &Value, diags: &mut Diagnostics) -> GoogleConfig {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let google = config.get("google");
+    let text = |attr: &str| google.get(attr).as_str().map(str::to_string);
+    let access_token = text("access_token")
+        .or_else(|| env("GOOGLE_OAUTH_ACCESS_TOKEN"))
+        .map(Secret::new);
+    // The credentials JSON: checked here, so a bad file fails ConfigureProvider on the attribute.
+    let (credentials, info) = match (text("credentials"), env("GOOGLE_CREDENTIALS")) {
+        (Some(value), _) => match load_credentials(&value, "`credentials`") {
+            Ok((content, origin, info)) => (Some((content, origin)), Some(info)),
+            Err(problem) => {
+                diags.attribute_error(
+                    AttributePath::root("google").attr("credentials"),
+                    "Invalid Google credentials",
+                    problem,
+                );
+                (None, None)
+            }
+        },
+        (None, Some(value)) => match load_credentials(&value, "GOOGLE_CREDENTIALS") {
+            Ok((content, origin, info)) => (Some((content, origin)), Some(info)),
+            Err(problem) => {
+                diags.error("Invalid Google credentials", problem);
+                (None, None)
+            }
+        },
+        (None, None) => (None, None),
+    };
+    // The project a credentials file names: `credentials`, else the ADC file (read, not used).
+    let file_project = || -> Option<String> {
+        if let Some(info) = &info {
+            return info.project_id.clone();
+        }
+        let path = std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS")
+            .map(std::path::PathBuf::from)
+            .or_else(crate::provider::google::auth::well_known_file)?;
+        let content = std::fs::read_to_string(path).ok()?;
+        crate::provider::google::auth::inspect_credentials(&content)
+            .ok()?
+            .project_id
+    };
+    GoogleConfig {
+        access_token,
+        credentials,
+        impersonate_service_account: text("impersonate_service_account")
+            .or_else(|| env("GOOGLE_IMPERSONATE_SERVICE_ACCOUNT")),
+        impersonate_service_account_delegates: strings(google.get("impersonate_service_account_delegates")),
+        project: text("project")
+            .or_else(|| env("GOOGLE_PROJECT"))
+            .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
+            .or_else(|| env("CLOUDSDK_CORE_PROJECT"))
+            .or_else(file_project),
+        base_url: text("base_url").unwrap_or_else(|| GOOGLE_DEFAULT_BASE_URL.into()),
+        iam_credentials_base_url: text("iam_credentials_base_url")
+            .unwrap_or_else(|| crate::provider::google::auth::IAM_CREDENTIALS_DEFAULT_BASE_URL.into()),
+    }
+}
+
+/// `credentials`: the JSON content itself (it starts with `{`), else a path (`~/` is the home
+/// directory). Returns the content, where it came from, and what it is.
+fn load_credentials(
+    value: &str,
+    name: &str,
+) -> Result<(Secret, String, crate::provider::google::auth::CredentialsInfo), String> {
+    use crate::provider::google::auth::inspect_credentials;
+    let (content, origin) = if value.trim_start().starts_with('{') {
+        (value.to_string(), format!("{name} (JSON content)"))
+    } else {
+        let path = match (value.strip_prefix("~/"), std::env::var_os("HOME")) {
+            (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
+            _ => std::path::PathBuf::from(value),
+        };
+        let origin = format!("{name} (file {})", path.display());
+        match std::fs::read_to_string(&path) {
+            Ok(content) => (content, origin),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(format!(
+                    "{origin} does not exist. Give the path of a credentials JSON file (a service-account key, \
+                     gcloud's application_default_credentials.json, a workload identity federation configuration) \
+                     or its content."
+                ))
+            }
+            Err(e) => return Err(format!("{origin} cannot be read: {e}.")),
+        }
+    };
+    let info = inspect_credentials(&content).map_err(|problem| format!("{origin} {problem}"))?;
+    Ok((Secret::new(content), origin, info))
+}
+
+/// Whether `email` looks like a service account email (`name@project.iam.gserviceaccount.com`,
+/// or any `name@domain` — default service accounts have other domains).
+pub fn is_service_account_email(email: &str) -> bool {
+    match email.split_once('@') {
+        Some((name, domain)) => {
+            !name.is_empty()
+                && domain.contains('.')
+                && !email.contains(char::is_whitespace)
+                && !email.contains('/')
+                && email.len() <= 254
+        }
+        None => false,
+    }
 }
 
 /// A base URL must be `https`, unless its host is a loopback address (what tests use).

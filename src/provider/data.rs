@@ -10,7 +10,8 @@ use std::time::Duration;
 use super::aws::{Aws, AwsSettings, RoleSettings};
 use super::cloudflare::{Cloudflare, Zones};
 use super::config::ProviderConfig;
-use super::google::Compute;
+use super::google::auth::{AuthSettings, CredentialsSource, Impersonation};
+use super::google::{AuthError, Compute, GoogleAuth};
 
 /// How long one Cloudflare or Google API request may take (each retry gets as long again).
 pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -24,12 +25,6 @@ pub enum NotConfigured {
          CLOUDFLARE_API_TOKEN environment variable (a token with Zone Settings edit permission)."
     )]
     Cloudflare,
-    /// No Google access token.
-    #[error(
-        "No Google Cloud credentials: set `access_token` in the provider's `google` block, or the \
-         GOOGLE_OAUTH_ACCESS_TOKEN environment variable (e.g. from `gcloud auth print-access-token`)."
-    )]
-    Google,
 }
 
 impl NotConfigured {
@@ -37,7 +32,6 @@ impl NotConfigured {
     pub fn summary(&self) -> &'static str {
         match self {
             NotConfigured::Cloudflare => "Cloudflare is not configured",
-            NotConfigured::Google => "Google Cloud is not configured",
         }
     }
 }
@@ -52,6 +46,7 @@ pub struct ProviderData {
     http: OnceLock<reqwest::Client>,
     zones: OnceLock<Arc<Zones>>,
     aws: tokio::sync::OnceCell<Aws>,
+    google_auth: OnceLock<Result<Arc<GoogleAuth>, AuthError>>,
     /// Files planned as publish targets in this run, with the document planned for each.
     published_files: Mutex<HashMap<PathBuf, String>>,
     /// Weights that refresh found moved outside Terraform, by resource ID: backend-service
@@ -72,6 +67,7 @@ impl ProviderData {
             http: OnceLock::new(),
             zones: OnceLock::new(),
             aws: tokio::sync::OnceCell::new(),
+            google_auth: OnceLock::new(),
             published_files: Mutex::default(),
             moved_weights: Mutex::default(),
             planned_routes: Mutex::default(),
@@ -153,18 +149,20 @@ impl ProviderData {
         }
     }
 
-    /// The HTTP client shared by every API client of this provider process. Each request may
-    /// take 60 s, or the seconds in `LOCALITY_HTTP_TIMEOUT`.
+    /// How long one Cloudflare or Google request may take: 60 s, or the seconds in
+    /// `LOCALITY_HTTP_TIMEOUT`.
+    fn request_timeout() -> Duration {
+        std::env::var("LOCALITY_HTTP_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|s| *s > 0)
+            .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_secs)
+    }
+
+    /// The HTTP client shared by every API client of this provider process.
     pub fn http(&self) -> reqwest::Client {
         self.http
-            .get_or_init(|| {
-                let timeout = std::env::var("LOCALITY_HTTP_TIMEOUT")
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .filter(|s| *s > 0)
-                    .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_secs);
-                crate::http::client_with_agent(timeout, &self.user_agent())
-            })
+            .get_or_init(|| crate::http::client_with_agent(Self::request_timeout(), &self.user_agent()))
             .clone()
     }
 
@@ -218,16 +216,43 @@ impl ProviderData {
             .await
     }
 
-    /// The Compute Engine client.
+    /// What the Google credentials are, from the `google` block and the environment.
+    pub fn google_auth_settings(&self) -> AuthSettings {
+        let c = &self.config.google;
+        let source = match (&c.access_token, &c.credentials) {
+            (Some(token), _) => CredentialsSource::AccessToken(token.clone()),
+            (None, Some((content, origin))) => CredentialsSource::Json {
+                content: content.clone(),
+                origin: origin.clone(),
+            },
+            (None, None) => CredentialsSource::ApplicationDefault,
+        };
+        AuthSettings {
+            source,
+            impersonation: c.impersonate_service_account.as_ref().map(|email| Impersonation {
+                service_account: email.clone(),
+                delegates: c.impersonate_service_account_delegates.clone(),
+                base_url: c.iam_credentials_base_url.clone(),
+            }),
+            timeout: Self::request_timeout(),
+        }
+    }
+
+    /// The Compute Engine client. Its credentials are loaded on first use and shared by the
+    /// whole provider process (one token cache, refreshed before tokens expire).
     ///
     /// # Errors
-    /// [`NotConfigured::Google`] when no access token is configured.
-    pub fn compute(&self) -> Result<Compute, NotConfigured> {
-        let token = self.config.google.access_token.clone().ok_or(NotConfigured::Google)?;
+    /// [`AuthError`] when the credentials cannot be loaded (e.g. `GOOGLE_APPLICATION_CREDENTIALS`
+    /// names a missing file).
+    pub fn compute(&self) -> Result<Compute, AuthError> {
+        let auth = self
+            .google_auth
+            .get_or_init(|| GoogleAuth::new(&self.google_auth_settings(), self.http()).map(Arc::new))
+            .clone()?;
         Ok(Compute::new(
             self.http(),
             &self.config.google.base_url,
-            token,
+            auth,
             Default::default(),
             Default::default(),
         ))

@@ -7,7 +7,7 @@
 use super::aws::AwsError;
 use super::cloudflare::{CloudflareError, CreateError, ZONE_LIMIT};
 use super::data::NotConfigured;
-use super::google::{ComputeError, RouteError, WeightsError};
+use super::google::{AuthError, ComputeError, RouteError, WeightsError};
 use super::resources::zone_replica_map::PublishError;
 use super::resources::{region_hint, zone_replica_map};
 use crate::tfplugin::{AttributePath, Diagnostic};
@@ -66,11 +66,27 @@ impl From<CreateError> for Diagnostic {
     }
 }
 
+impl From<AuthError> for Diagnostic {
+    fn from(e: AuthError) -> Self {
+        Diagnostic::error("Google Cloud credentials", e.to_string())
+    }
+}
+
 impl From<ComputeError> for Diagnostic {
     fn from(e: ComputeError) -> Self {
         let summary = match &e {
             ComputeError::NotFound(_) => "Not found in Google Cloud",
             ComputeError::Operation { .. } => "Google Cloud operation failed",
+            ComputeError::Auth(e) => return e.clone().into(),
+            ComputeError::Api { status: 401, .. } => {
+                return Diagnostic::error(
+                    "Google Cloud refused the credentials",
+                    format!(
+                        "{e}. An `access_token` (or GOOGLE_OAUTH_ACCESS_TOKEN) expires after an hour and is not \
+                         refreshed: give `credentials`, use Application Default Credentials, or get a new token."
+                    ),
+                )
+            }
             _ => "Google Cloud API error",
         };
         Diagnostic::error(summary, e.to_string())

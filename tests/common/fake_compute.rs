@@ -65,6 +65,11 @@ pub struct Inner {
     /// requestId → the operation it started: a retried PATCH gets the same operation back
     /// instead of being applied again (Google's idempotency contract).
     request_ids: HashMap<String, String>,
+    /// When set, only tokens this fake token service issued (and has not seen expire) are
+    /// accepted, instead of [`TOKEN`].
+    pub auth: Option<super::fake_google_auth::FakeGoogleAuth>,
+    /// Who each accepted request's token stood for (with `auth` set).
+    pub callers: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -349,7 +354,14 @@ fn preamble(s: &mut Inner, headers: &HeaderMap, line: String) -> Option<Response
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if auth != format!("Bearer {TOKEN}") {
+    let token = auth.strip_prefix("Bearer ").unwrap_or_default();
+    let accepted = match &s.auth {
+        Some(service) => service.state.lock().unwrap().who(token),
+        None => (token == TOKEN).then(|| "static".to_string()),
+    };
+    if let Some(who) = accepted {
+        s.callers.push(who);
+    } else {
         return Some(error(
             StatusCode::UNAUTHORIZED,
             "authError",

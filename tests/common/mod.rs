@@ -67,6 +67,20 @@ impl Terraform {
         tf.env("TF_CLI_CONFIG_FILE", path.to_str().unwrap());
         let home = tf.dir.path().to_str().unwrap().to_string();
         tf.env("HOME", &home);
+        // Google's Application Default Credentials end at the metadata server: never the real
+        // one. A closed loopback port refuses at once; tests that need one set their fake.
+        tf.env("GCE_METADATA_HOST", "127.0.0.1:1");
+        for var in [
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_CREDENTIALS",
+            "GOOGLE_OAUTH_ACCESS_TOKEN",
+            "GOOGLE_IMPERSONATE_SERVICE_ACCOUNT",
+            "GOOGLE_PROJECT",
+            "GOOGLE_CLOUD_PROJECT",
+            "CLOUDSDK_CORE_PROJECT",
+        ] {
+            tf.env_remove(var);
+        }
         tf
     }
 
@@ -123,6 +137,7 @@ impl Terraform {
 
     /// Leaves `key` out of the environment terraform (and so the provider) runs with.
     pub fn env_remove(&mut self, key: &str) -> &mut Self {
+        self.env.retain(|(k, _)| k != key);
         self.removed.push(key.into());
         self
     }
@@ -255,6 +270,7 @@ pub const PREAMBLE: &str = r#"terraform {
 "#;
 pub mod fake_cloudflare;
 pub mod fake_compute;
+pub mod fake_google_auth;
 pub mod fault_proxy;
 pub mod google;
 pub mod moto;

@@ -16,8 +16,10 @@ use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
-use super::secret::Secret;
 use crate::http::{self, RetryPolicy};
+
+pub mod auth;
+pub use auth::{AuthError, GoogleAuth};
 
 /// How long operations are polled.
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +83,9 @@ pub enum ComputeError {
     /// A response that does not match the API contract.
     #[error("unexpected response: {0}")]
     Decode(String),
+    /// No access token (nothing was sent).
+    #[error("{0}")]
+    Auth(AuthError),
 }
 
 /// How often a weights write is retried after HTTP 412 (someone changed the URL map in between).
@@ -582,18 +587,24 @@ pub const MAX_LIST_PAGES: usize = 100;
 pub struct Compute {
     http: reqwest::Client,
     base_url: String,
-    token: Secret,
+    auth: std::sync::Arc<GoogleAuth>,
     retry: RetryPolicy,
     polling: Polling,
 }
 
 impl Compute {
     /// A client for `base_url` (e.g. `https://compute.googleapis.com/compute/v1`).
-    pub fn new(http: reqwest::Client, base_url: &str, token: Secret, retry: RetryPolicy, polling: Polling) -> Self {
+    pub fn new(
+        http: reqwest::Client,
+        base_url: &str,
+        auth: std::sync::Arc<GoogleAuth>,
+        retry: RetryPolicy,
+        polling: Polling,
+    ) -> Self {
         Compute {
             http,
             base_url: base_url.trim_end_matches('/').to_string(),
-            token,
+            auth,
             retry,
             polling,
         }
@@ -604,7 +615,8 @@ impl Compute {
     }
 
     async fn call(&self, what: &str, build: impl Fn() -> reqwest::RequestBuilder) -> Result<Json, ComputeError> {
-        let response = http::send(&self.retry, || build().bearer_auth(self.token.expose()))
+        let token = self.auth.token().await.map_err(ComputeError::Auth)?;
+        let response = http::send(&self.retry, || build().bearer_auth(token.expose()))
             .await
             .map_err(|e| ComputeError::Transport(e.to_string()))?;
         let status = response.status();

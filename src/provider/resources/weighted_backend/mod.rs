@@ -222,6 +222,11 @@ impl Resource<ProviderData> for WeightedBackend {
             Ok(map) => map.weighted(&route),
             // Created in the same apply, or unreadable right now: apply checks again.
             Err(ComputeError::NotFound(_)) => return,
+            // No credentials: apply could not work either; say so now.
+            Err(ComputeError::Auth(e)) => {
+                diags.add(e);
+                return;
+            }
             Err(e) => {
                 diags.warning(
                     "Weights not checked at plan time",
