@@ -1,5 +1,8 @@
 //! The `locality` command-line tool. `locality gen` turns a compact spec into the Google Cloud
-//! regional-failover HCL (see docs/guides/generator.md).
+//! regional-failover HCL (see docs/guides/generator.md); `locality resolve` tells an
+//! application which cache endpoint to read from (the `locality-resolve` crate, see
+//! docs/guides/consuming-the-replica-map.md); `locality lookup` and `locality ranges` answer
+//! "which cloud region is this IP in".
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,6 +50,10 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         ranges: Option<PathBuf>,
     },
+    /// Which cache endpoint should this process read from? This process's availability zone
+    /// (--zone, LOCALITY_ZONE, ECS or Lambda metadata, EC2 IMDSv2 then IMDSv1) looked up in the
+    /// replica map; the map's fallback on every failure path (exit 0, the reason on stderr).
+    Resolve(ResolveArgs),
     /// The IP-range snapshot: rebuild it from the clouds' files, or show one.
     Ranges {
         #[command(subcommand)]
@@ -87,6 +94,107 @@ enum RangesCommand {
     },
 }
 
+#[derive(clap::Args)]
+struct ResolveArgs {
+    /// The map: a file path, ssm:<name>, secretsmanager:<id> or secretsmanager:<id>#<key>.
+    #[arg(long, value_name = "SOURCE")]
+    map: String,
+    /// This process's zone, an AZ name (ap-northeast-1a) or ID (apne1-az4); default:
+    /// LOCALITY_ZONE, else detected.
+    #[arg(long, value_parser = parse_zone)]
+    zone: Option<locality_resolve::Zone>,
+    /// Total time for zone detection, e.g. 1s or 500ms.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    timeout: std::time::Duration,
+    /// Where detections, failures and unhealthy marks are cached (default:
+    /// $XDG_RUNTIME_DIR/locality, else a per-user directory in the temp dir).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// How long a failed detection is cached (seconds); never longer.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    failure_ttl: u64,
+    /// Connect to the chosen replica and PING it first; on failure use the fallback and mark
+    /// the replica unhealthy.
+    #[arg(long)]
+    check: bool,
+    /// How long the check may take, e.g. 300ms.
+    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
+    check_timeout: std::time::Duration,
+    /// TLS before the PING (ElastiCache in-transit encryption).
+    #[arg(long)]
+    tls: bool,
+    /// How long a replica that failed the check is avoided (seconds).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    unhealthy_ttl: u64,
+    /// The endpoint (host:port) to print when the map cannot be read.
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_endpoint)]
+    fallback: Option<String>,
+    /// Output: host:port, shell assignments for eval, or one JSON object.
+    #[arg(long, value_enum, default_value_t = ResolveFormat::Endpoint)]
+    format: ResolveFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ResolveFormat {
+    /// host:port
+    Endpoint,
+    /// LOCALITY_READ_ENDPOINT=... lines for eval
+    Env,
+    /// {"endpoint", "route", "zone", "zone_id", "zone_source", "reason"}
+    Json,
+}
+
+fn parse_zone(value: &str) -> Result<locality_resolve::Zone, String> {
+    locality_resolve::Zone::parse(value)
+        .ok_or_else(|| format!("{value:?} is neither an AZ name (ap-northeast-1a) nor an AZ ID (apne1-az4)"))
+}
+
+fn parse_duration(value: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(value).map_err(|e| format!("{value:?}: {e} (e.g. 1s, 300ms)"))
+}
+
+fn parse_endpoint(value: &str) -> Result<String, String> {
+    if locality_resolve::zone::is_endpoint(value) {
+        Ok(value.to_string())
+    } else {
+        Err(format!("{value:?} is not host:port"))
+    }
+}
+
+fn resolve(args: ResolveArgs) -> ExitCode {
+    let map = match locality_resolve::MapSource::parse(&args.map) {
+        Ok(map) => map,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: --map: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut options = locality_resolve::Options::new(map);
+    options.zone_flag = args.zone;
+    options.budget.total = args.timeout;
+    options.budget.request = options.budget.request.min(args.timeout);
+    if let Some(dir) = args.cache_dir {
+        options.cache_dir = Some(dir);
+    }
+    options.failure_ttl = std::time::Duration::from_secs(args.failure_ttl);
+    options.check = args.check;
+    options.check_timeout = args.check_timeout;
+    options.tls = args.tls;
+    options.unhealthy_ttl = std::time::Duration::from_secs(args.unhealthy_ttl);
+    options.fallback = args.fallback;
+    let format = match args.format {
+        ResolveFormat::Endpoint => locality_resolve::Format::Endpoint,
+        ResolveFormat::Env => locality_resolve::Format::Env,
+        ResolveFormat::Json => locality_resolve::Format::Json,
+    };
+    ExitCode::from(locality_resolve::run(
+        &options,
+        format,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ))
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum OutputFormat {
     /// Terraform HCL, formatted exactly as `terraform fmt` would.
@@ -115,6 +223,7 @@ fn main() -> ExitCode {
             };
             ExitCode::from(run(&args, &mut std::io::stdout(), &mut std::io::stderr()))
         }
+        Command::Resolve(args) => resolve(args),
         Command::Lookup { ips, json, ranges } => ExitCode::from(command::lookup(
             ranges.as_deref(),
             &ips,

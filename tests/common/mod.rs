@@ -271,6 +271,7 @@ pub const PREAMBLE: &str = r#"terraform {
 pub mod fake_cloudflare;
 pub mod fake_compute;
 pub mod fake_google_auth;
+pub mod fake_metadata;
 pub mod fault_proxy;
 pub mod google;
 pub mod moto;

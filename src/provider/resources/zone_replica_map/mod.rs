@@ -14,7 +14,7 @@ mod schema;
 mod target;
 mod validate;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 
@@ -94,13 +94,22 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         if let Some(target) = &target {
             planned.id = target.id().into();
         }
+        // Without `zone_ids` there are no endpoints by ID, whatever else is unknown.
+        if planned.zone_ids.is_null() {
+            planned.endpoints_by_zone_id = Field::Null;
+        }
         let Some(topology) = topology(ctx, planned, &config.fallback_endpoint, diags).await else {
             return;
         };
         planned.fallback_endpoint = topology.fallback.as_str().into();
         let map = topology.replica_map();
         let document = map.document();
-        planned.set_published(&map.endpoints, &map.uncovered_zones, &document);
+        planned.set_published(
+            &map.endpoints,
+            map.endpoints_by_zone_id.as_ref(),
+            &map.uncovered_zones,
+            &document,
+        );
         if let Some(Target::File(path)) = &target {
             if !ctx.data.claim_published_file(path, &document) {
                 diags.attribute_error(
@@ -147,6 +156,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         let published = parse_document(&text);
         state.id = target.id().into();
         state.set_endpoints(&published.endpoints);
+        state.set_endpoints_by_zone_id(published.zone_ids.as_ref());
         if let Some(fallback) = published.fallback {
             state.fallback_endpoint = fallback.into();
         }
@@ -252,6 +262,21 @@ async fn topology(
         Field::Known(b) => b,
         Field::Unknown => return None,
     };
+    let spread_replicas = match planned.spread_replicas {
+        Field::Null => false,
+        Field::Known(b) => b,
+        Field::Unknown => return None,
+    };
+    // Unknown (e.g. from data.aws_availability_zones before apply): the document is unknown.
+    let zone_ids: Option<BTreeMap<String, String>> = match &planned.zone_ids {
+        Field::Null => None,
+        Field::Known(map) => Some(
+            map.iter()
+                .map(|(name, id)| Some((name.clone(), id.get()?.clone())))
+                .collect::<Option<_>>()?,
+        ),
+        Field::Unknown => return None,
+    };
     let (members, fallback) = match &planned.replication_group_id {
         Field::Unknown => return None,
         Field::Known(group) => discovered(ctx, group, configured_fallback, diags).await?,
@@ -281,6 +306,8 @@ async fn topology(
         fallback,
         zones,
         read_from_primary,
+        zone_ids,
+        spread_replicas,
     })
 }
 

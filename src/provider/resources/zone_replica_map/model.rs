@@ -54,6 +54,12 @@ crate::model! {
         pub zones: Field<Set<Field<String>>>,
         /// Whether a primary-only AZ routes to the primary.
         pub read_from_primary: Field<bool>,
+        /// AZ name → AZ ID.
+        pub zone_ids: Field<BTreeMap<String, Field<String>>>,
+        /// Whether every usable node of each AZ is listed.
+        pub spread_replicas: Field<bool>,
+        /// AZ ID → endpoint, as published (with `zone_ids`).
+        pub endpoints_by_zone_id: Field<BTreeMap<String, Field<String>>>,
         /// AZ → endpoint, as published.
         pub endpoints: Field<BTreeMap<String, Field<String>>>,
         /// AZs whose reads still cross a zone.
@@ -126,11 +132,27 @@ impl ZoneReplicaMapModel {
         model
     }
 
-    /// Sets what is published: the endpoints, the uncovered zones and the document.
-    pub fn set_published(&mut self, endpoints: &BTreeMap<String, String>, uncovered: &[String], document: &str) {
+    /// Sets what is published: the endpoints (by AZ name, and by AZ ID when the map has
+    /// them), the uncovered zones and the document.
+    pub fn set_published(
+        &mut self,
+        endpoints: &BTreeMap<String, String>,
+        by_zone_id: Option<&BTreeMap<String, String>>,
+        uncovered: &[String],
+        document: &str,
+    ) {
         self.set_endpoints(endpoints);
+        self.set_endpoints_by_zone_id(by_zone_id);
         self.uncovered_zones = Field::known_list(uncovered.iter().cloned());
         self.document = document.into();
+    }
+
+    /// Sets the endpoints by AZ ID (null when the map has none).
+    pub fn set_endpoints_by_zone_id(&mut self, by_zone_id: Option<&BTreeMap<String, String>>) {
+        self.endpoints_by_zone_id = match by_zone_id {
+            Some(map) => Field::known_map(map.clone()),
+            None => Field::Null,
+        };
     }
 
     /// Sets the endpoints map.

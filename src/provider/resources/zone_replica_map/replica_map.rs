@@ -37,6 +37,10 @@ pub struct Topology {
     pub zones: Option<BTreeSet<String>>,
     /// Whether an AZ with only the primary routes there.
     pub read_from_primary: bool,
+    /// AZ name → AZ ID; when set, the document also maps AZ IDs to endpoints.
+    pub zone_ids: Option<BTreeMap<String, String>>,
+    /// Whether the document lists every usable node of each AZ (`replicas`).
+    pub spread_replicas: bool,
 }
 
 /// What gets published.
@@ -48,6 +52,10 @@ pub struct ReplicaMap {
     pub endpoints: BTreeMap<String, String>,
     /// AZs that will still read across a zone (sorted).
     pub uncovered_zones: Vec<String>,
+    /// AZ ID → endpoint (with `zone_ids`).
+    pub endpoints_by_zone_id: Option<BTreeMap<String, String>>,
+    /// AZ name (and AZ ID, with `zone_ids`) → every usable node (with `spread_replicas`).
+    pub replicas: Option<BTreeMap<String, Vec<String>>>,
 }
 
 impl Topology {
@@ -58,51 +66,85 @@ impl Topology {
             .clone()
             .unwrap_or_else(|| self.members.iter().map(|m| m.zone.clone()).collect());
         let mut endpoints = BTreeMap::new();
+        let mut spread = BTreeMap::new();
         let mut uncovered = Vec::new();
         for zone in zones {
-            let pick = |role: Role| {
-                self.members
+            let usable = |role: Role| -> Vec<String> {
+                let mut list: Vec<String> = self
+                    .members
                     .iter()
                     .filter(|m| m.zone == zone && m.role == role)
-                    .map(|m| m.endpoint.as_str())
-                    .min()
+                    .map(|m| m.endpoint.clone())
+                    .collect();
+                list.sort();
+                list.dedup();
+                list
             };
-            let chosen = pick(Role::Replica).or_else(|| {
-                if self.read_from_primary {
-                    pick(Role::Primary)
-                } else {
-                    None
-                }
-            });
-            match chosen {
-                Some(endpoint) => {
-                    endpoints.insert(zone, endpoint.to_string());
+            let mut nodes = usable(Role::Replica);
+            if nodes.is_empty() && self.read_from_primary {
+                nodes = usable(Role::Primary);
+            }
+            match nodes.first() {
+                Some(first) => {
+                    endpoints.insert(zone.clone(), first.clone());
+                    spread.insert(zone, nodes);
                 }
                 None => uncovered.push(zone),
             }
         }
+        let endpoints_by_zone_id = self.zone_ids.as_ref().map(|ids| {
+            endpoints
+                .iter()
+                .filter_map(|(name, endpoint)| Some((ids.get(name)?.clone(), endpoint.clone())))
+                .collect::<BTreeMap<String, String>>()
+        });
+        let replicas = self.spread_replicas.then(|| {
+            let mut all = spread.clone();
+            if let Some(ids) = &self.zone_ids {
+                for (name, nodes) in &spread {
+                    if let Some(id) = ids.get(name) {
+                        all.insert(id.clone(), nodes.clone());
+                    }
+                }
+            }
+            all
+        });
         ReplicaMap {
             fallback: self.fallback.clone(),
             endpoints,
             uncovered_zones: uncovered,
+            endpoints_by_zone_id,
+            replicas,
         }
     }
 }
 
 impl ReplicaMap {
-    /// The published JSON: `{"version":1,"fallback":...,"zones":{...}}`, keys sorted, no
-    /// whitespace, no timestamp.
+    /// The published JSON: `{"version":1,"fallback":...,"zones":{...}}`, then `zone_ids` (AZ
+    /// ID → endpoint) and `replicas` (AZ name or ID → every usable node) when configured; map
+    /// keys sorted, no whitespace, no timestamp. A map without the opt-in parts is byte for byte
+    /// what earlier versions published.
     pub fn document(&self) -> String {
-        let mut zones = serde_json::Map::new();
-        for (zone, endpoint) in &self.endpoints {
-            zones.insert(zone.clone(), endpoint.clone().into());
-        }
         let mut doc = serde_json::Map::new();
         doc.insert("version".into(), 1.into());
         doc.insert("fallback".into(), self.fallback.clone().into());
-        doc.insert("zones".into(), zones.into());
+        doc.insert("zones".into(), object(&self.endpoints));
+        if let Some(ids) = &self.endpoints_by_zone_id {
+            doc.insert("zone_ids".into(), object(ids));
+        }
+        if let Some(replicas) = &self.replicas {
+            doc.insert("replicas".into(), object(replicas));
+        }
         serde_json::Value::Object(doc).to_string()
     }
+}
+
+fn object<V: Clone + Into<serde_json::Value>>(entries: &BTreeMap<String, V>) -> serde_json::Value {
+    entries
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect::<serde_json::Map<String, serde_json::Value>>()
+        .into()
 }
 
 /// What a published document says, as far as it can be read.
@@ -112,6 +154,8 @@ pub struct Published {
     pub fallback: Option<String>,
     /// The zone entries that are strings.
     pub endpoints: BTreeMap<String, String>,
+    /// The `zone_ids` entries that are strings, when the document has `zone_ids`.
+    pub zone_ids: Option<BTreeMap<String, String>>,
 }
 
 /// Reads a published document leniently: a hand-edited or broken document still yields
@@ -124,21 +168,23 @@ pub fn parse_document(text: &str) -> Published {
         fallback: serde_json::Value,
         #[serde(default)]
         zones: serde_json::Value,
+        #[serde(default)]
+        zone_ids: serde_json::Value,
     }
+    let strings = |value: &serde_json::Value| -> Option<BTreeMap<String, String>> {
+        value.as_object().map(|z| {
+            z.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        })
+    };
     let Ok(doc) = serde_json::from_str::<Document>(text) else {
         return Published::default();
     };
     Published {
         fallback: doc.fallback.as_str().map(String::from),
-        endpoints: doc
-            .zones
-            .as_object()
-            .map(|z| {
-                z.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        endpoints: strings(&doc.zones).unwrap_or_default(),
+        zone_ids: strings(&doc.zone_ids),
     }
 }
 
@@ -169,7 +215,26 @@ mod tests {
             fallback: "reader.example:6379".into(),
             zones: None,
             read_from_primary: false,
+            zone_ids: None,
+            spread_replicas: false,
         }
+    }
+
+    #[test]
+    fn zone_ids_and_spread_replicas_are_opt_in_additions() {
+        let mut t = topology();
+        t.zone_ids = Some(
+            [("ap-northeast-1a", "apne1-az4"), ("ap-northeast-1c", "apne1-az1")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        t.spread_replicas = true;
+        let map = t.replica_map();
+        assert_eq!(
+            map.document(),
+            r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"},"zone_ids":{"apne1-az1":"node-002.example:6379"},"replicas":{"ap-northeast-1c":["node-002.example:6379","node-003.example:6379"],"apne1-az1":["node-002.example:6379","node-003.example:6379"]}}"#
+        );
     }
 
     #[test]

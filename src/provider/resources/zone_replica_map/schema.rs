@@ -39,6 +39,23 @@ pub fn schema() -> Schema {
             "Whether an AZ whose only local node is the primary routes its reads there. Default: `false` \
              (such an AZ uses the fallback and is listed in `uncovered_zones`).",
         ))
+        .attribute(Attribute::typed("zone_ids", Type::map(Type::String)).optional().description(
+            "AZ name → AZ ID of the cache's account, typically \
+             `zipmap(data.aws_availability_zones.all.names, data.aws_availability_zones.all.zone_ids)`. AZ names \
+             differ between accounts (`ap-northeast-1a` in one is another's `ap-northeast-1c`); AZ IDs \
+             (`apne1-az4`) do not. When set, the document also maps each AZ ID to its endpoint (`zone_ids`), so \
+             a client in another account (VPC peering, Transit Gateway) or on Lambda (which knows only its AZ \
+             ID) is routed by ID (`locality resolve` matches by ID when both sides have one). Unknown at plan \
+             time, the document is planned unknown.",
+        ))
+        .attribute(Attribute::bool("spread_replicas").optional().description(
+            "Whether the document also lists every usable node of each AZ (`\"replicas\": {\"<az>\": [\"host:port\", ...]}`, \
+             and by AZ ID with `zone_ids`), so that clients in one AZ spread over its replicas (`locality resolve` \
+             picks one per host, stably) instead of all reading from the one that sorts first. Default: `false`.",
+        ))
+        .attribute(Attribute::typed("endpoints_by_zone_id", Type::map(Type::String)).computed().description(
+            "With `zone_ids`: the published map by AZ ID → `host:port` (null without `zone_ids`).",
+        ))
         .attribute(Attribute::typed("endpoints", Type::map(Type::String)).computed().description(
             "The published map: AZ name → `host:port` of the replica in that AZ. When several replicas share \
              an AZ, the one whose endpoint sorts first is used.",

@@ -42,6 +42,27 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
             );
         }
     }
+    if let Some(ids) = config.zone_ids.get() {
+        for (name, id) in ids {
+            let at = AttributePath::root("zone_ids").key(name);
+            if !locality_resolve::zone::is_zone_name(name) {
+                diags.attribute_error(
+                    at.clone(),
+                    "Invalid AZ name",
+                    format!("{name:?} is not an availability zone name such as \"ap-northeast-1a\" (the keys of `zone_ids` are AZ names)."),
+                );
+            }
+            if let Some(id) = id.get() {
+                if !locality_resolve::zone::is_zone_id(id) {
+                    diags.attribute_error(
+                        at,
+                        "Invalid AZ ID",
+                        format!("{id:?} is not an availability zone ID such as \"apne1-az4\" (the values of `zone_ids` are AZ IDs)."),
+                    );
+                }
+            }
+        }
+    }
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut primary: Option<usize> = None;
     for (i, member) in members.iter().enumerate() {

@@ -1,0 +1,277 @@
+//! What one process learns and the next one reuses (PHP-FPM and friends start processes
+//! often): the detected zone, kept for good; a failed detection, kept for its TTL and never
+//! longer; replicas found unhealthy, each until its mark expires. One small JSON file per
+//! entry in a directory of mode 0700, files of mode 0600 written atomically (temp + rename).
+//! An entry that is corrupt, not ours, or writable by others is ignored and rewritten; a
+//! directory that is not ours is not used at all.
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::detect::ZoneSource;
+use crate::zone::Zone;
+
+/// The cache directory when none is given: `$XDG_RUNTIME_DIR/locality`, else
+/// `<temp dir>/locality-<uid>`.
+pub fn default_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("locality"),
+        None => std::env::temp_dir().join(format!("locality-{}", rustix::process::geteuid().as_raw())),
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A cached zone.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ZoneEntry {
+    /// The zone.
+    pub zone: Zone,
+    /// The source that found it.
+    pub source: ZoneSource,
+}
+
+/// A cached failed detection.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FailureEntry {
+    /// When it failed (Unix seconds).
+    pub at: u64,
+    /// For how long it is remembered (seconds).
+    pub ttl: u64,
+    /// Why.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct UnhealthyEntry {
+    endpoint: String,
+    at: u64,
+    ttl: u64,
+}
+
+/// The cache in one directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+    usable: bool,
+}
+
+impl Cache {
+    /// Opens (and creates, mode 0700) the directory; one of ours that is open to others is
+    /// closed to mode 0700. A directory owned by someone else is not used: nothing is read from
+    /// or written to it.
+    pub fn open(dir: &Path) -> Cache {
+        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+        let ours =
+            std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == rustix::process::geteuid().as_raw());
+        // Ours but open to others (made beforehand with the umask's mode): closed first.
+        if ours {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
+        let usable = ours && std::fs::symlink_metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o077 == 0);
+        Cache {
+            dir: dir.to_path_buf(),
+            usable,
+        }
+    }
+
+    /// Whether entries are read and written.
+    pub fn usable(&self) -> bool {
+        self.usable
+    }
+
+    fn read<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
+        if !self.usable {
+            return None;
+        }
+        let path = self.dir.join(name);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let ours = meta.is_file()
+            && meta.uid() == rustix::process::geteuid().as_raw()
+            && meta.permissions().mode() & 0o022 == 0;
+        if !ours || meta.len() > 64 * 1024 {
+            // Not ours, or not a plain file: gone, so the next write is ours.
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        let text = std::fs::read_to_string(&path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn write<T: Serialize>(&self, name: &str, value: &T) {
+        if !self.usable {
+            return;
+        }
+        let Ok(text) = serde_json::to_string(value) else {
+            return;
+        };
+        let temp = self.dir.join(format!(".{name}.{}.{}", std::process::id(), now()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+        if written.is_err() || std::fs::rename(&temp, self.dir.join(name)).is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+    }
+
+    /// The zone detected earlier, if any.
+    pub fn zone(&self) -> Option<ZoneEntry> {
+        let entry: ZoneEntry = self.read("zone.json")?;
+        (entry.zone.name.is_some() || entry.zone.id.is_some()).then_some(entry)
+    }
+
+    /// Keeps a detected zone for good (and forgets a cached failure).
+    pub fn store_zone(&self, entry: &ZoneEntry) {
+        self.write("zone.json", entry);
+        let _ = std::fs::remove_file(self.dir.join("failure.json"));
+    }
+
+    /// A failed detection still within its TTL: the stored TTL and `ttl`, whichever is
+    /// shorter, so that no setting makes a cached failure outlive the TTL in force.
+    pub fn failure(&self, ttl: Duration) -> Option<FailureEntry> {
+        let entry: FailureEntry = self.read("failure.json")?;
+        let now = now();
+        let live = entry.at <= now && now < entry.at.saturating_add(entry.ttl.min(ttl.as_secs()));
+        if !live {
+            let _ = std::fs::remove_file(self.dir.join("failure.json"));
+        }
+        live.then_some(entry)
+    }
+
+    /// Remembers a failed detection for `ttl` (nothing when it is zero).
+    pub fn store_failure(&self, reason: &str, ttl: Duration) {
+        if ttl.as_secs() > 0 {
+            self.write(
+                "failure.json",
+                &FailureEntry {
+                    at: now(),
+                    ttl: ttl.as_secs(),
+                    reason: reason.to_string(),
+                },
+            );
+        }
+    }
+
+    fn unhealthy_name(endpoint: &str) -> String {
+        let safe: String = endpoint
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(200)
+            .collect();
+        format!("unhealthy-{safe}.json")
+    }
+
+    /// Whether `endpoint` is marked unhealthy: for at most `ttl` after the mark.
+    pub fn is_unhealthy(&self, endpoint: &str, ttl: Duration) -> bool {
+        let Some(entry) = self.read::<UnhealthyEntry>(&Self::unhealthy_name(endpoint)) else {
+            return false;
+        };
+        let now = now();
+        entry.endpoint == endpoint && entry.at <= now && now < entry.at.saturating_add(entry.ttl.min(ttl.as_secs()))
+    }
+
+    /// Marks `endpoint` unhealthy for `ttl`.
+    pub fn mark_unhealthy(&self, endpoint: &str, ttl: Duration) {
+        self.write(
+            &Self::unhealthy_name(endpoint),
+            &UnhealthyEntry {
+                endpoint: endpoint.to_string(),
+                at: now(),
+                ttl: ttl.as_secs(),
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&dir.path().join("c"));
+        assert!(cache.usable());
+        assert_eq!(
+            std::fs::metadata(dir.path().join("c")).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert!(cache.zone().is_none());
+        let entry = ZoneEntry {
+            zone: Zone::parse("ap-northeast-1a").unwrap(),
+            source: ZoneSource::ImdsV2,
+        };
+        cache.store_failure("down", Duration::from_secs(60));
+        assert!(cache.failure(Duration::from_secs(60)).is_some());
+        // A shorter TTL in force wins over the stored one.
+        assert!(cache.failure(Duration::from_secs(0)).is_none());
+        assert!(
+            cache.failure(Duration::from_secs(60)).is_none(),
+            "an expired failure is removed"
+        );
+        cache.store_failure("down", Duration::from_secs(60));
+        cache.store_zone(&entry);
+        assert_eq!(cache.zone(), Some(entry));
+        assert!(
+            cache.failure(Duration::from_secs(60)).is_none(),
+            "a detected zone clears the failure"
+        );
+        let meta = std::fs::metadata(dir.path().join("c/zone.json")).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        cache.mark_unhealthy("a:6379", Duration::from_secs(60));
+        assert!(cache.is_unhealthy("a:6379", Duration::from_secs(60)));
+        assert!(!cache.is_unhealthy("a:6379", Duration::from_secs(0)));
+        assert!(!cache.is_unhealthy("b:6379", Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn corrupt_future_and_open_entries_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path());
+        assert!(
+            cache.usable(),
+            "{:o}",
+            std::fs::metadata(dir.path()).unwrap().permissions().mode()
+        );
+        std::fs::write(dir.path().join("zone.json"), "{garbage").unwrap();
+        assert!(cache.zone().is_none());
+        // A failure "from the future" (clock skew, a forged entry) is not live.
+        std::fs::write(
+            dir.path().join("failure.json"),
+            format!(r#"{{"at":{},"ttl":60,"reason":"x"}}"#, now() + 3600),
+        )
+        .unwrap();
+        std::fs::set_permissions(dir.path().join("failure.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(cache.failure(Duration::from_secs(60)).is_none());
+        // A world-writable entry is removed and not believed.
+        let zone = dir.path().join("zone.json");
+        std::fs::write(
+            &zone,
+            r#"{"zone":{"name":"ap-northeast-1a","id":null},"source":"imds-v2"}"#,
+        )
+        .unwrap();
+        std::fs::set_permissions(&zone, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(cache.zone().is_none());
+        assert!(!zone.exists());
+        // A directory of ours open to others is closed first.
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(Cache::open(&open).usable());
+        assert_eq!(std::fs::metadata(&open).unwrap().permissions().mode() & 0o777, 0o700);
+    }
+}

@@ -1,0 +1,236 @@
+//! The published replica map and the one decision on it: which endpoint a client in a zone
+//! reads from. Version 1: `fallback`, `zones` (AZ name → endpoint) and, when the map publishes
+//! them, `zone_ids` (AZ ID → endpoint) and `replicas` (AZ name or ID → every usable endpoint of
+//! that zone). Pure functions.
+
+use std::collections::BTreeMap;
+
+use crate::zone::{is_endpoint, Zone};
+
+/// The largest map read (a map of every AZ of every region is a few kilobytes).
+pub const MAX_MAP_BYTES: usize = 1 << 20;
+
+/// A replica map, as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaMap {
+    /// Where to read when no zone entry applies (the reader endpoint).
+    pub fallback: String,
+    /// AZ name → endpoint.
+    pub zones: BTreeMap<String, String>,
+    /// AZ ID → endpoint.
+    pub zone_ids: BTreeMap<String, String>,
+    /// AZ name or ID → every usable endpoint of that zone.
+    pub replicas: BTreeMap<String, Vec<String>>,
+}
+
+/// A map that cannot be used at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DocumentError {
+    /// Not JSON, or not an object.
+    #[error("the map is not a JSON object ({0})")]
+    NotJson(String),
+    /// `version` is missing or not 1.
+    #[error("the map's version is {0}, and this reader knows version 1")]
+    Version(String),
+    /// `fallback` is missing or not host:port.
+    #[error("the map has no fallback endpoint (host:port)")]
+    NoFallback,
+    /// Larger than [`MAX_MAP_BYTES`].
+    #[error("the map is larger than {MAX_MAP_BYTES} bytes")]
+    TooLarge,
+}
+
+fn strings(value: Option<&serde_json::Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(serde_json::Value::as_object)
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl ReplicaMap {
+    /// Parses a map. Entries of the wrong type are left out (the zone then reads from the
+    /// fallback); a document without a usable fallback is an error.
+    ///
+    /// # Errors
+    /// [`DocumentError`] saying what is wrong.
+    pub fn parse(text: &str) -> Result<ReplicaMap, DocumentError> {
+        if text.len() > MAX_MAP_BYTES {
+            return Err(DocumentError::TooLarge);
+        }
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| DocumentError::NotJson(format!("line {}, column {}", e.line(), e.column())))?;
+        let object = value
+            .as_object()
+            .ok_or_else(|| DocumentError::NotJson("not an object".into()))?;
+        match object.get("version") {
+            Some(v) if v.as_u64() == Some(1) => {}
+            Some(v) => {
+                let shown: String = v.to_string().chars().take(20).collect();
+                return Err(DocumentError::Version(shown));
+            }
+            None => return Err(DocumentError::Version("missing".into())),
+        }
+        let fallback = object
+            .get("fallback")
+            .and_then(serde_json::Value::as_str)
+            .filter(|f| is_endpoint(f))
+            .ok_or(DocumentError::NoFallback)?
+            .to_string();
+        let replicas = object
+            .get("replicas")
+            .and_then(serde_json::Value::as_object)
+            .map(|o| {
+                o.iter()
+                    .filter_map(|(zone, list)| {
+                        let endpoints: Vec<String> = list
+                            .as_array()?
+                            .iter()
+                            .filter_map(|e| e.as_str())
+                            .filter(|e| is_endpoint(e))
+                            .map(str::to_string)
+                            .collect();
+                        (!endpoints.is_empty()).then(|| (zone.clone(), endpoints))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(ReplicaMap {
+            fallback,
+            zones: strings(object.get("zones")),
+            zone_ids: strings(object.get("zone_ids")),
+            replicas,
+        })
+    }
+
+    /// The endpoints a client in `zone` may read from, best first, and how the zone was
+    /// matched; `Err` with the reason when only the fallback applies. Matching is by AZ ID when
+    /// both the map and the zone have one, else by name; then that zone's `replicas`, rotated so
+    /// that each host (`host_key`) starts at its own one, or its single entry.
+    ///
+    /// # Errors
+    /// One sentence: why the zone has no entry.
+    pub fn candidates(&self, zone: &Zone, host_key: &str) -> Result<Vec<String>, String> {
+        let by_id = zone.id.as_ref().filter(|_| !self.zone_ids.is_empty());
+        let (key, single) = match (by_id, &zone.name) {
+            (Some(id), _) => (id.clone(), self.zone_ids.get(id)),
+            (None, Some(name)) => (name.clone(), self.zones.get(name)),
+            (None, None) => {
+                return Err(format!(
+                    "the zone is known only by its ID ({}), and the map has no zone_ids (set zone_ids on locality_zone_replica_map)",
+                    zone.id.as_deref().unwrap_or("?")
+                ))
+            }
+        };
+        if let Some(list) = self.replicas.get(&key) {
+            let mut list = list.clone();
+            list.sort();
+            list.dedup();
+            let start = (stable_hash(host_key) % list.len() as u64) as usize;
+            list.rotate_left(start);
+            return Ok(list);
+        }
+        match single {
+            Some(endpoint) if is_endpoint(endpoint) => Ok(vec![endpoint.clone()]),
+            Some(_) => Err(format!("the map's entry for zone {key} is not host:port")),
+            None => Err(format!("the map has no entry for zone {}", zone.describe())),
+        }
+    }
+}
+
+/// FNV-1a: the same number for the same host on every run and every platform.
+fn stable_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone(name: Option<&str>, id: Option<&str>) -> Zone {
+        Zone {
+            name: name.map(str::to_string),
+            id: id.map(str::to_string),
+        }
+    }
+
+    const DOC: &str = r#"{"version":1,"fallback":"reader:6379","zones":{"ap-northeast-1a":"a1:6379","ap-northeast-1c":"c1:6379","bad":"nope"},"zone_ids":{"apne1-az4":"a1:6379"},"replicas":{"ap-northeast-1a":["a2:6379","a1:6379"],"apne1-az4":["a1:6379","a2:6379"]}}"#;
+
+    #[test]
+    fn matching_by_id_then_name_then_replicas() {
+        let map = ReplicaMap::parse(DOC).unwrap();
+        // By ID when both have one, whatever the name says (another account's names).
+        let got = map
+            .candidates(&zone(Some("ap-northeast-1c"), Some("apne1-az4")), "host-1")
+            .unwrap();
+        assert_eq!(got.len(), 2);
+        // By name, with the replicas rotated per host, stably.
+        let a = map.candidates(&zone(Some("ap-northeast-1a"), None), "host-1").unwrap();
+        assert_eq!(
+            a,
+            map.candidates(&zone(Some("ap-northeast-1a"), None), "host-1").unwrap()
+        );
+        let firsts: std::collections::BTreeSet<String> = (0..20)
+            .map(|i| {
+                map.candidates(&zone(Some("ap-northeast-1a"), None), &format!("host-{i}"))
+                    .unwrap()[0]
+                    .clone()
+            })
+            .collect();
+        assert_eq!(firsts.len(), 2, "hosts spread over the zone's replicas");
+        assert_eq!(
+            map.candidates(&zone(Some("ap-northeast-1c"), None), "h").unwrap(),
+            ["c1:6379"]
+        );
+        assert!(map
+            .candidates(&zone(Some("ap-northeast-1d"), None), "h")
+            .unwrap_err()
+            .contains("no entry for zone ap-northeast-1d"));
+        assert!(map
+            .candidates(&zone(Some("bad"), None), "h")
+            .unwrap_err()
+            .contains("not host:port"));
+        // An ID the map does not know: no entry (not a name match).
+        assert!(map
+            .candidates(&zone(Some("ap-northeast-1c"), Some("apne1-az1")), "h")
+            .is_err());
+    }
+
+    #[test]
+    fn ids_without_zone_ids_and_bad_documents() {
+        let map = ReplicaMap::parse(r#"{"version":1,"fallback":"reader:6379","zones":{"ap-northeast-1a":"a1:6379"}}"#)
+            .unwrap();
+        assert_eq!(
+            map.candidates(&zone(Some("ap-northeast-1a"), Some("apne1-az4")), "h")
+                .unwrap(),
+            ["a1:6379"]
+        );
+        assert!(map
+            .candidates(&zone(None, Some("apne1-az4")), "h")
+            .unwrap_err()
+            .contains("zone_ids"));
+        assert_eq!(
+            ReplicaMap::parse("[]").unwrap_err(),
+            DocumentError::NotJson("not an object".into())
+        );
+        assert!(matches!(ReplicaMap::parse("<html>"), Err(DocumentError::NotJson(_))));
+        assert!(matches!(
+            ReplicaMap::parse(r#"{"version":2,"fallback":"r:1"}"#),
+            Err(DocumentError::Version(_))
+        ));
+        assert_eq!(
+            ReplicaMap::parse(r#"{"version":1,"fallback":"r"}"#).unwrap_err(),
+            DocumentError::NoFallback
+        );
+        let huge = format!(
+            "{{\"version\":1,\"fallback\":\"r:1\",\"x\":\"{}\"}}",
+            "a".repeat(MAX_MAP_BYTES)
+        );
+        assert_eq!(ReplicaMap::parse(&huge).unwrap_err(), DocumentError::TooLarge);
+    }
+}

@@ -1,0 +1,365 @@
+//! `locality-resolve`: the application side of locality's replica map. Given where the map is
+//! ([`MapSource`]) it answers the one question an application has at start-up — which cache
+//! endpoint do I read from? — with every failure path ending at the map's fallback (the
+//! reader endpoint): this process's zone ([`detect`], cached across processes by [`cache`]),
+//! the map's entry for it ([`document`]), optionally a `PING` of the chosen node ([`check`]).
+//! The `locality resolve` command is a thin wrapper over [`resolve`].
+//!
+//! ```no_run
+//! let options = locality_resolve::Options::new(locality_resolve::MapSource::parse("ssm:/prod/cache/replica-map").unwrap());
+//! let resolution = locality_resolve::resolve(&options).expect("a map or a fallback");
+//! println!("read from {}", resolution.endpoint);
+//! ```
+
+pub mod cache;
+pub mod check;
+pub mod detect;
+pub mod document;
+pub mod source;
+pub mod zone;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use detect::{Budget, MetadataEnv, ZoneSource};
+pub use document::ReplicaMap;
+pub use source::MapSource;
+pub use zone::Zone;
+
+/// Everything [`resolve`] takes.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the map is.
+    pub map: MapSource,
+    /// The zone when it is given (`--zone`), an AZ name or ID.
+    pub zone_flag: Option<Zone>,
+    /// The zone from `LOCALITY_ZONE`.
+    pub zone_env: Option<Zone>,
+    /// The metadata services.
+    pub metadata: MetadataEnv,
+    /// Detection time limits.
+    pub budget: Budget,
+    /// The cache directory; `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// How long a failed detection is remembered.
+    pub failure_ttl: Duration,
+    /// `PING` the chosen node first.
+    pub check: bool,
+    /// How long the check may take.
+    pub check_timeout: Duration,
+    /// TLS for the check.
+    pub tls: bool,
+    /// How long a node that failed the check is avoided.
+    pub unhealthy_ttl: Duration,
+    /// The endpoint when the map cannot be read.
+    pub fallback: Option<String>,
+    /// How long reading the map from AWS may take.
+    pub map_timeout: Duration,
+    /// What spreads hosts over a zone's replicas (default: the host name).
+    pub host_key: String,
+}
+
+impl Options {
+    /// Defaults: zone from `LOCALITY_ZONE` and the metadata services of the environment, a 1 s
+    /// detection budget, the default cache directory, 60 s failure and unhealthy TTLs, a 300 ms
+    /// check when asked for, no fallback of its own.
+    pub fn new(map: MapSource) -> Options {
+        Options {
+            map,
+            zone_flag: None,
+            zone_env: std::env::var("LOCALITY_ZONE").ok().and_then(|z| Zone::parse(&z)),
+            metadata: MetadataEnv::from_env(),
+            budget: Budget::default(),
+            cache_dir: Some(cache::default_dir()),
+            failure_ttl: Duration::from_secs(60),
+            check: false,
+            check_timeout: Duration::from_millis(300),
+            tls: false,
+            unhealthy_ttl: Duration::from_secs(60),
+            fallback: None,
+            map_timeout: Duration::from_secs(5),
+            host_key: host_name(),
+        }
+    }
+}
+
+/// This host's name (`/proc/sys/kernel/hostname`, else `HOSTNAME`).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Whether the answer is the zone's own node or the fallback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    /// The zone's entry.
+    Zone,
+    /// The map's (or `--fallback`'s) fallback.
+    Fallback,
+}
+
+/// The answer.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Resolution {
+    /// `host:port` to read from.
+    pub endpoint: String,
+    /// Zone or fallback.
+    pub route: Route,
+    /// The zone's name, when known.
+    pub zone: Option<String>,
+    /// The zone's ID, when known.
+    pub zone_id: Option<String>,
+    /// Where the zone came from, when it is known.
+    pub zone_source: Option<ZoneSource>,
+    /// On the fallback route, which step failed; `None` on the zone route.
+    pub reason: Option<String>,
+    /// Metadata requests this resolution made.
+    #[serde(skip)]
+    pub metadata_requests: u32,
+}
+
+impl Resolution {
+    /// The `--format json` line: exactly `endpoint`, `route`, `zone`, `zone_id`,
+    /// `zone_source`, `reason`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The `--format env` lines, shell-quoted, for `eval`.
+    pub fn to_env(&self) -> String {
+        let (host, port) = split_endpoint(&self.endpoint);
+        let route = match self.route {
+            Route::Zone => "zone",
+            Route::Fallback => "fallback",
+        };
+        let zone = self.zone.clone().or_else(|| self.zone_id.clone()).unwrap_or_default();
+        [
+            ("LOCALITY_READ_ENDPOINT", self.endpoint.as_str()),
+            ("LOCALITY_READ_HOST", host),
+            ("LOCALITY_READ_PORT", port),
+            ("LOCALITY_ZONE", zone.as_str()),
+            ("LOCALITY_ROUTE", route),
+        ]
+        .iter()
+        .map(|(k, v)| format!("{k}={}\n", shell_quote(v)))
+        .collect()
+    }
+}
+
+/// `host` and `port` of `host:port` (`[::1]:6379` gives `::1`).
+pub fn split_endpoint(endpoint: &str) -> (&str, &str) {
+    let (host, port) = endpoint.rsplit_once(':').unwrap_or((endpoint, ""));
+    (host.trim_start_matches('[').trim_end_matches(']'), port)
+}
+
+/// POSIX single quotes: safe for any text in `eval`.
+pub fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// No endpoint at all: the map could not be read and no fallback was given.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct Unresolvable(pub String);
+
+/// Resolves the endpoint to read from. Every failure after the map is read ends at the map's
+/// fallback with a reason; a map that cannot be read ends at `options.fallback`.
+///
+/// # Errors
+/// [`Unresolvable`] when the map cannot be read and there is no `options.fallback`.
+pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
+    let map = options
+        .map
+        .read(options.map_timeout)
+        .and_then(|text| ReplicaMap::parse(&text).map_err(|e| e.to_string()));
+    let (zone, source, zone_failure, requests) = find_zone(options);
+    let fallback_route = |endpoint: String, reason: String| Resolution {
+        endpoint,
+        route: Route::Fallback,
+        zone: zone.as_ref().and_then(|z| z.name.clone()),
+        zone_id: zone.as_ref().and_then(|z| z.id.clone()),
+        zone_source: source,
+        reason: Some(reason),
+        metadata_requests: requests,
+    };
+    let map = match map {
+        Ok(map) => map,
+        Err(problem) => {
+            let reason = format!("the map could not be read: {problem}");
+            return match &options.fallback {
+                Some(endpoint) => Ok(fallback_route(endpoint.clone(), reason)),
+                None => Err(Unresolvable(format!("{reason}, and no --fallback was given"))),
+            };
+        }
+    };
+    let Some(zone_known) = zone.clone() else {
+        return Ok(fallback_route(map.fallback.clone(), zone_failure.unwrap_or_default()));
+    };
+    let candidates = match map.candidates(&zone_known, &options.host_key) {
+        Ok(list) => list,
+        Err(reason) => return Ok(fallback_route(map.fallback.clone(), reason)),
+    };
+    let cache = options.cache_dir.as_deref().map(cache::Cache::open);
+    let healthy: Vec<&String> = candidates
+        .iter()
+        .filter(|e| !cache.as_ref().is_some_and(|c| c.is_unhealthy(e, options.unhealthy_ttl)))
+        .collect();
+    let Some(chosen) = healthy.first() else {
+        return Ok(fallback_route(
+            map.fallback.clone(),
+            format!(
+                "{} marked unhealthy by an earlier check (for up to {} s)",
+                describe_list(&candidates),
+                options.unhealthy_ttl.as_secs()
+            ),
+        ));
+    };
+    if options.check {
+        if let Err(problem) = check::ping(chosen, options.check_timeout, options.tls) {
+            if let Some(cache) = &cache {
+                cache.mark_unhealthy(chosen, options.unhealthy_ttl);
+            }
+            return Ok(fallback_route(
+                map.fallback.clone(),
+                format!("the zone's replica {chosen} failed the check: {problem}"),
+            ));
+        }
+    }
+    Ok(Resolution {
+        endpoint: (*chosen).clone(),
+        route: Route::Zone,
+        zone: zone_known.name,
+        zone_id: zone_known.id,
+        zone_source: source,
+        reason: None,
+        metadata_requests: requests,
+    })
+}
+
+fn describe_list(endpoints: &[String]) -> String {
+    match endpoints {
+        [one] => format!("the zone's replica {one} is"),
+        many => format!("every replica of the zone ({}) is", many.join(", ")),
+    }
+}
+
+/// The zone: the flag, the environment, the cache, then the metadata services (remembering
+/// the answer for good, or the failure for its TTL).
+fn find_zone(options: &Options) -> (Option<Zone>, Option<ZoneSource>, Option<String>, u32) {
+    if let Some(zone) = &options.zone_flag {
+        return (Some(zone.clone()), Some(ZoneSource::Flag), None, 0);
+    }
+    if let Some(zone) = &options.zone_env {
+        return (Some(zone.clone()), Some(ZoneSource::Env), None, 0);
+    }
+    let cache = options.cache_dir.as_deref().map(cache::Cache::open);
+    if let Some(cache) = &cache {
+        if let Some(entry) = cache.zone() {
+            return (Some(entry.zone), Some(ZoneSource::Cache), None, 0);
+        }
+        if let Some(failure) = cache.failure(options.failure_ttl) {
+            let left = (failure.at + failure.ttl.min(options.failure_ttl.as_secs())).saturating_sub(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            );
+            return (
+                None,
+                None,
+                Some(format!("{} (cached; detection is retried in {left} s)", failure.reason)),
+                0,
+            );
+        }
+    }
+    match detect::detect(&options.metadata, options.budget) {
+        Ok((detected, attempts)) => {
+            if let Some(cache) = &cache {
+                cache.store_zone(&cache::ZoneEntry {
+                    zone: detected.zone.clone(),
+                    source: detected.source,
+                });
+            }
+            (Some(detected.zone), Some(detected.source), None, attempts.requests)
+        }
+        Err(attempts) => {
+            let reason = attempts.reason();
+            if let Some(cache) = &cache {
+                cache.store_failure(&reason, options.failure_ttl);
+            }
+            (None, None, Some(reason), attempts.requests)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_output_is_quoted_for_eval() {
+        let r = Resolution {
+            endpoint: "[::1]:6379".into(),
+            route: Route::Zone,
+            zone: Some("ap-northeast-1a".into()),
+            zone_id: None,
+            zone_source: Some(ZoneSource::Flag),
+            reason: None,
+            metadata_requests: 0,
+        };
+        let env = r.to_env();
+        assert!(
+            env.contains("LOCALITY_READ_HOST='::1'\n") && env.contains("LOCALITY_READ_PORT='6379'\n"),
+            "{env}"
+        );
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(
+            r.to_json(),
+            r#"{"endpoint":"[::1]:6379","route":"zone","zone":"ap-northeast-1a","zone_id":null,"zone_source":"flag","reason":null}"#
+        );
+    }
+}
+
+/// How [`run`] prints the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `host:port`.
+    Endpoint,
+    /// Shell assignments for `eval`.
+    Env,
+    /// One JSON object.
+    Json,
+}
+
+/// The `locality resolve` command: resolves and prints the answer on `out`; on the fallback
+/// route the reason also goes to `err` as one line. Exit status 0 whenever an endpoint is
+/// printed, 1 when none can be.
+pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> u8 {
+    match resolve(options) {
+        Ok(resolution) => {
+            let text = match format {
+                Format::Endpoint => format!("{}\n", resolution.endpoint),
+                Format::Env => resolution.to_env(),
+                Format::Json => format!("{}\n", resolution.to_json()),
+            };
+            if let Some(reason) = &resolution.reason {
+                let _ = writeln!(
+                    err,
+                    "locality resolve: using the fallback {}: {reason}",
+                    resolution.endpoint
+                );
+            }
+            match out.write_all(text.as_bytes()) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(err, "locality resolve: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Where a map is read from, spelled as the provider's import IDs spell publish targets: a file
+//! path, `ssm:<name>`, `secretsmanager:<id>`, or `secretsmanager:<id>#<key>` (the map under one
+//! key of a JSON secret, as an object or as a JSON string). AWS reads go through the official
+//! SDK and the standard credential chain (feature `aws`).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::document::MAX_MAP_BYTES;
+
+/// A map source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapSource {
+    /// A file.
+    File(PathBuf),
+    /// An SSM parameter (decrypted when it is a SecureString).
+    Ssm(String),
+    /// A Secrets Manager secret, or one key of a JSON secret.
+    SecretsManager {
+        /// Secret name or ARN.
+        id: String,
+        /// The key holding the map.
+        key: Option<String>,
+    },
+}
+
+impl MapSource {
+    /// Parses `--map`.
+    ///
+    /// # Errors
+    /// A sentence saying what is allowed.
+    pub fn parse(value: &str) -> Result<MapSource, String> {
+        let empty = || {
+            format!(
+                "{value:?} names no map: use a file path, ssm:<name>, secretsmanager:<id> or secretsmanager:<id>#<key>"
+            )
+        };
+        if let Some(name) = value.strip_prefix("ssm:") {
+            return if name.is_empty() {
+                Err(empty())
+            } else {
+                Ok(MapSource::Ssm(name.to_string()))
+            };
+        }
+        if let Some(rest) = value.strip_prefix("secretsmanager:") {
+            let (id, key) = match rest.split_once('#') {
+                Some((id, key)) if !key.is_empty() => (id, Some(key.to_string())),
+                Some(_) => return Err(empty()),
+                None => (rest, None),
+            };
+            return if id.is_empty() {
+                Err(empty())
+            } else {
+                Ok(MapSource::SecretsManager {
+                    id: id.to_string(),
+                    key,
+                })
+            };
+        }
+        if value.is_empty() {
+            return Err(empty());
+        }
+        Ok(MapSource::File(PathBuf::from(value)))
+    }
+
+    /// Reads the map's text within `timeout` (AWS calls).
+    ///
+    /// # Errors
+    /// One sentence: what could not be read and why.
+    pub fn read(&self, timeout: Duration) -> Result<String, String> {
+        match self {
+            MapSource::File(path) => read_file(path),
+            #[cfg(feature = "aws")]
+            MapSource::Ssm(_) | MapSource::SecretsManager { .. } => aws::read(self, timeout),
+            #[cfg(not(feature = "aws"))]
+            _ => {
+                let _ = timeout;
+                Err(
+                    "this build reads files only (the `aws` feature of locality-resolve reads SSM and Secrets Manager)"
+                        .into(),
+                )
+            }
+        }
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{} cannot be read ({})", path.display(), e.kind()))?;
+    let mut text = String::new();
+    file.take(MAX_MAP_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{} cannot be read ({})", path.display(), e.kind()))?;
+    if text.len() > MAX_MAP_BYTES {
+        return Err(format!("{} is larger than {MAX_MAP_BYTES} bytes", path.display()));
+    }
+    Ok(text)
+}
+
+/// The map under `key` of a JSON secret: an object (what the provider writes) or a string
+/// holding one.
+///
+/// # Errors
+/// A sentence saying what the secret holds instead.
+pub fn under_key(secret: &str, key: &str) -> Result<String, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(secret).map_err(|_| "the secret is not a JSON object, so it has no keys".to_string())?;
+    let object = value
+        .as_object()
+        .ok_or("the secret is not a JSON object, so it has no keys")?;
+    match object.get(key) {
+        Some(serde_json::Value::String(text)) => Ok(text.clone()),
+        Some(other @ serde_json::Value::Object(_)) => Ok(other.to_string()),
+        Some(_) => Err(format!("the secret's key {key:?} holds neither an object nor a string")),
+        None => Err(format!("the secret has no key {key:?}")),
+    }
+}
+
+#[cfg(feature = "aws")]
+mod aws {
+    use super::{under_key, MapSource};
+    use std::time::Duration;
+
+    pub(super) fn read(source: &MapSource, timeout: Duration) -> Result<String, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("no runtime ({e})"))?;
+        runtime.block_on(async {
+            match tokio::time::timeout(timeout, fetch(source)).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no answer from AWS within {} s", timeout.as_secs_f32())),
+            }
+        })
+    }
+
+    fn sdk_error<E: std::error::Error + 'static>(e: &aws_sdk_ssm::error::SdkError<E>) -> String {
+        use aws_sdk_ssm::error::SdkError;
+        match e {
+            SdkError::ServiceError(service) => {
+                let mut text = service.err().to_string();
+                text.truncate(200);
+                text
+            }
+            SdkError::TimeoutError(_) => "timed out".into(),
+            SdkError::DispatchFailure(_) => "could not connect".into(),
+            other => {
+                let mut text = other.to_string();
+                text.truncate(200);
+                text
+            }
+        }
+    }
+
+    async fn fetch(source: &MapSource) -> Result<String, String> {
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        match source {
+            MapSource::Ssm(name) => {
+                let client = aws_sdk_ssm::Client::new(&config);
+                let out = client
+                    .get_parameter()
+                    .name(name)
+                    .with_decryption(true)
+                    .send()
+                    .await
+                    .map_err(|e| format!("SSM parameter {name}: {}", sdk_error(&e)))?;
+                out.parameter
+                    .and_then(|p| p.value)
+                    .ok_or_else(|| format!("SSM parameter {name} has no value"))
+            }
+            MapSource::SecretsManager { id, key } => {
+                let client = aws_sdk_secretsmanager::Client::new(&config);
+                let out = client
+                    .get_secret_value()
+                    .secret_id(id)
+                    .send()
+                    .await
+                    .map_err(|e| format!("secret {id}: {}", sdk_error(&e)))?;
+                let text = out
+                    .secret_string
+                    .ok_or_else(|| format!("secret {id} has no string value"))?;
+                match key {
+                    Some(key) => under_key(&text, key).map_err(|e| format!("secret {id}: {e}")),
+                    None => Ok(text),
+                }
+            }
+            MapSource::File(_) => unreachable!("files are read without AWS"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_and_keys() {
+        assert_eq!(
+            MapSource::parse("ssm:/prod/map").unwrap(),
+            MapSource::Ssm("/prod/map".into())
+        );
+        assert_eq!(
+            MapSource::parse("secretsmanager:prod/cache#replica_map").unwrap(),
+            MapSource::SecretsManager {
+                id: "prod/cache".into(),
+                key: Some("replica_map".into())
+            }
+        );
+        assert!(MapSource::parse("ssm:").is_err());
+        assert!(MapSource::parse("secretsmanager:x#").is_err());
+        assert_eq!(
+            MapSource::parse("map.json").unwrap(),
+            MapSource::File("map.json".into())
+        );
+        assert_eq!(
+            under_key(r#"{"a":1,"m":{"version":1}}"#, "m").unwrap(),
+            r#"{"version":1}"#
+        );
+        assert_eq!(
+            under_key(r#"{"m":"{\"version\":1}"}"#, "m").unwrap(),
+            r#"{"version":1}"#
+        );
+        assert!(under_key("plain", "m").unwrap_err().contains("not a JSON object"));
+        assert!(under_key(r#"{"a":1}"#, "m").unwrap_err().contains("no key"));
+    }
+}

@@ -1,0 +1,507 @@
+//! `locality resolve`, the built binary, against fake metadata services (IMDS v2 and v1, ECS,
+//! Lambda; slow, silent, garbage, recovering) and real Redis nodes (Debian's redis-server) on
+//! loopback: every route (zone, cache, each failure class to the fallback), the request
+//! counts, the cache's TTLs, the `--check` cycle (healthy → stopped → unhealthy → back), the
+//! cross-account match by AZ ID, and maps that are malformed or huge.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fake_metadata::{FakeMetadata, Mode, LAMBDA_TOKEN};
+use serde_json::{json, Value};
+
+const ZONE: &str = "ap-northeast-1a";
+const ZONE_ID: &str = "apne1-az4";
+
+/// A map: zone a → replica-a, zone c → replica-c.
+fn map_json() -> Value {
+    json!({"version": 1, "fallback": "reader.example:6379", "zones": {ZONE: "replica-a.example:6379", "ap-northeast-1c": "replica-c.example:6379"}})
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {:?} / {}", self.stdout, self.stderr))
+    }
+}
+
+/// Runs `locality resolve` with only the environment given (plus PATH and HOME).
+fn resolve(env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_locality"));
+    cmd.arg("resolve").args(args).env_clear();
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+    // Never the real metadata address: every run names a fake or disables IMDS.
+    let mut has_imds = false;
+    for (k, v) in env {
+        has_imds |= k.starts_with("AWS_EC2_METADATA");
+        cmd.env(k, v);
+    }
+    if !has_imds {
+        cmd.env("AWS_EC2_METADATA_DISABLED", "true");
+    }
+    let started = Instant::now();
+    let out = cmd.output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+fn write_map(dir: &Path, map: &Value) -> PathBuf {
+    let path = dir.join("map.json");
+    std::fs::write(&path, map.to_string()).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_given_detected_cached_and_every_failure_class_falls_back() {
+    let imds = FakeMetadata::start(ZONE, ZONE_ID).await;
+    let dir = tempfile::tempdir().unwrap();
+    let map = write_map(dir.path(), &map_json());
+    let map = map.to_str().unwrap().to_string();
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap().to_string();
+    let url = imds.url();
+    tokio::task::spawn_blocking(move || {
+        let env = [("AWS_EC2_METADATA_SERVICE_ENDPOINT", url.as_str())];
+        let args = |extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = ["--map", &map, "--cache-dir", &cache, "--format", "json"].iter().map(|s| s.to_string()).collect();
+            v.extend(extra.iter().map(|s| s.to_string()));
+            v
+        };
+        let run = |extra: &[&str]| {
+            let a = args(extra);
+            resolve(&env, &a.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+
+        // Zone given: no metadata request at all.
+        let r = run(&["--zone", "ap-northeast-1c"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(
+            r.json(),
+            json!({"endpoint": "replica-c.example:6379", "route": "zone", "zone": "ap-northeast-1c", "zone_id": null, "zone_source": "flag", "reason": null})
+        );
+        assert!(imds.take_requests().is_empty());
+        let r = resolve(&[("LOCALITY_ZONE", ZONE), env[0]], &["--map", &map, "--cache-dir", &cache]);
+        assert_eq!((r.code, r.stdout.as_str()), (0, "replica-a.example:6379\n"));
+        assert!(imds.take_requests().is_empty());
+
+        // Cold detection through IMDSv2: a token and two GETs.
+        let r = run(&[]);
+        assert_eq!(
+            r.json(),
+            json!({"endpoint": "replica-a.example:6379", "route": "zone", "zone": ZONE, "zone_id": ZONE_ID, "zone_source": "imds-v2", "reason": null})
+        );
+        assert_eq!(
+            imds.take_requests(),
+            [
+                "PUT /latest/api/token",
+                "GET /latest/meta-data/placement/availability-zone",
+                "GET /latest/meta-data/placement/availability-zone-id"
+            ]
+        );
+        // The next process: from the cache, no request.
+        let r = run(&[]);
+        assert_eq!(r.json()["zone_source"], "cache");
+        assert_eq!(r.json()["endpoint"], "replica-a.example:6379");
+        assert!(imds.take_requests().is_empty());
+        std::fs::remove_dir_all(&cache).unwrap();
+
+        // IMDSv1 when no token is given (hop limit 1, tokens refused).
+        imds.set_mode(Mode::V1Only);
+        let r = run(&[]);
+        assert_eq!(r.json()["zone_source"], "imds-v1", "{}", r.stderr);
+        assert_eq!(r.json()["route"], "zone");
+        assert_eq!(imds.take_requests().len(), 3, "a refused token, then two v1 GETs");
+        std::fs::remove_dir_all(&cache).unwrap();
+
+        // Each failure class: the fallback, exit 0, the reason in the JSON and on stderr.
+        for (mode, expect) in [
+            (Mode::Silent, "no answer in time"),
+            (Mode::Slow(Duration::from_secs(2)), "no answer in time"),
+            (Mode::Body("<html><body>Proxy login</body></html>".into()), "instead of an AZ name"),
+            (Mode::Body("x".repeat(100_000)), "larger than"),
+            (Mode::FailTimes(10), "HTTP 500"),
+        ] {
+            imds.set_mode(mode.clone());
+            let r = run(&["--timeout", "800ms", "--failure-ttl", "0"]);
+            assert_eq!(r.code, 0, "{mode:?}: {}", r.stderr);
+            let j = r.json();
+            assert_eq!(j["route"], "fallback", "{mode:?}");
+            assert_eq!(j["endpoint"], "reader.example:6379");
+            assert_eq!(j["zone_source"], Value::Null);
+            let reason = j["reason"].as_str().unwrap();
+            assert!(reason.contains(expect), "{mode:?}: {reason}");
+            assert_eq!(r.stderr.lines().count(), 1, "one line on stderr: {}", r.stderr);
+            assert!(r.stderr.contains(reason), "{}", r.stderr);
+            assert!(r.elapsed < Duration::from_millis(2500), "{mode:?} took {:?}", r.elapsed);
+            let requests = imds.take_requests();
+            assert!(requests.len() <= 3, "{mode:?}: {requests:?}");
+        }
+
+        // A failed detection is cached for its TTL and never longer.
+        imds.set_mode(Mode::FailTimes(2));
+        let r = run(&["--failure-ttl", "2"]);
+        assert_eq!(r.json()["route"], "fallback");
+        imds.take_requests();
+        let r = run(&["--failure-ttl", "2"]);
+        let reason = r.json()["reason"].as_str().unwrap().to_string();
+        assert!(reason.contains("cached") && reason.contains("HTTP 500"), "{reason}");
+        assert!(imds.take_requests().is_empty(), "a cached failure asks nothing");
+        // A shorter TTL in force wins over the stored one.
+        let r = run(&["--failure-ttl", "0"]);
+        assert_eq!(r.json()["route"], "zone", "{}", r.stderr);
+        assert_eq!(r.json()["zone_source"], "imds-v2");
+        std::fs::remove_dir_all(&cache).unwrap();
+        imds.set_mode(Mode::FailTimes(2));
+        run(&["--failure-ttl", "1"]);
+        std::thread::sleep(Duration::from_millis(2100));
+        let r = run(&["--failure-ttl", "1"]);
+        assert_eq!(r.json()["route"], "zone", "the failure expired and the service recovered: {}", r.stderr);
+
+        // IMDS disabled and nothing else: the fallback, saying so.
+        let r = resolve(&[("AWS_EC2_METADATA_DISABLED", "true")], &["--map", &map, "--cache-dir", &format!("{cache}-2"), "--format", "json"]);
+        assert!(r.json()["reason"].as_str().unwrap().contains("no zone source"), "{}", r.stdout);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ecs_lambda_and_the_cross_account_match_by_zone_id() {
+    // The client's account calls the physical zone apne1-az4 "ap-northeast-1c"; the cache's
+    // account calls it "ap-northeast-1a".
+    let meta = FakeMetadata::start("ap-northeast-1c", ZONE_ID).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc = map_json();
+    doc["zone_ids"] = json!({ZONE_ID: "replica-a.example:6379", "apne1-az1": "replica-c.example:6379"});
+    doc["replicas"] = json!({ZONE: ["replica-a.example:6379", "replica-a2.example:6379"], ZONE_ID: ["replica-a.example:6379", "replica-a2.example:6379"]});
+    let map = write_map(dir.path(), &doc);
+    let map = map.to_str().unwrap().to_string();
+    let url = meta.url();
+    let addr = meta.addr.to_string();
+    tokio::task::spawn_blocking(move || {
+        let cache = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+        // EC2 in another account: the name says 1c, the ID says az4: routed by the ID.
+        let r = resolve(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &url)], &["--map", &map, "--cache-dir", &cache("ec2"), "--format", "json"]);
+        let j = r.json();
+        assert_eq!(j["zone"], "ap-northeast-1c");
+        assert_eq!(j["zone_id"], ZONE_ID);
+        assert!(
+            ["replica-a.example:6379", "replica-a2.example:6379"].contains(&j["endpoint"].as_str().unwrap()),
+            "{j}"
+        );
+        // ECS task metadata v4.
+        let ecs = format!("{url}/ecs/v4");
+        let r = resolve(&[("ECS_CONTAINER_METADATA_URI_V4", &ecs)], &["--map", &map, "--cache-dir", &cache("ecs"), "--format", "json"]);
+        assert_eq!(r.json()["zone_source"], "ecs", "{}", r.stderr);
+        assert_eq!(r.json()["zone_id"], ZONE_ID);
+        assert_eq!(meta.take_requests().iter().filter(|r| r.contains("/ecs/")).count(), 1);
+        // Lambda: the AZ ID only.
+        let r = resolve(
+            &[("AWS_LAMBDA_METADATA_API", &addr), ("AWS_LAMBDA_METADATA_TOKEN", LAMBDA_TOKEN)],
+            &["--map", &map, "--cache-dir", &cache("lambda"), "--format", "json"],
+        );
+        let j = r.json();
+        assert_eq!((j["zone_source"].as_str(), j["zone"].clone(), j["route"].as_str()), (Some("lambda"), Value::Null, Some("zone")), "{j}");
+        // A wrong Lambda token: the fallback, naming the source.
+        let r = resolve(
+            &[("AWS_LAMBDA_METADATA_API", &addr), ("AWS_LAMBDA_METADATA_TOKEN", "wrong")],
+            &["--map", &map, "--cache-dir", &cache("lambda2"), "--format", "json"],
+        );
+        assert!(r.json()["reason"].as_str().unwrap().contains("Lambda metadata: HTTP 401"), "{}", r.stdout);
+        // Spread: the same host always gets the same replica of the zone.
+        let first = resolve(&[("LOCALITY_ZONE", ZONE)], &["--map", &map, "--cache-dir", &cache("s")]).stdout;
+        for _ in 0..3 {
+            assert_eq!(resolve(&[("LOCALITY_ZONE", ZONE)], &["--map", &map, "--cache-dir", &cache("s")]).stdout, first);
+        }
+        // The env format, for eval.
+        let r = resolve(&[("LOCALITY_ZONE", "ap-northeast-1c")], &["--map", &map, "--cache-dir", &cache("e"), "--format", "env"]);
+        assert_eq!(
+            r.stdout,
+            "LOCALITY_READ_ENDPOINT='replica-c.example:6379'\nLOCALITY_READ_HOST='replica-c.example'\nLOCALITY_READ_PORT='6379'\nLOCALITY_ZONE='ap-northeast-1c'\nLOCALITY_ROUTE='zone'\n"
+        );
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn bad_maps_and_bad_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("c");
+    let cache = cache.to_str().unwrap();
+    let run = |map: &str, extra: &[&str]| {
+        let mut args = vec!["--map", map, "--cache-dir", cache, "--zone", ZONE];
+        args.extend_from_slice(extra);
+        resolve(&[], &args)
+    };
+    for (name, content) in [
+        ("garbage.json", "<html>not a map</html>".to_string()),
+        ("v2.json", r#"{"version":2,"fallback":"r:1"}"#.to_string()),
+        ("nofallback.json", r#"{"version":1,"zones":{}}"#.to_string()),
+        (
+            "huge.json",
+            format!(
+                "{{\"version\":1,\"fallback\":\"r:1\",\"pad\":\"{}\"}}",
+                "x".repeat(10 << 20)
+            ),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        let r = run(path.to_str().unwrap(), &[]);
+        assert_eq!(r.code, 1, "{name}: {}", r.stderr);
+        assert!(
+            r.stdout.is_empty() && r.stderr.contains("the map could not be read"),
+            "{name}: {}",
+            r.stderr
+        );
+        let r = run(
+            path.to_str().unwrap(),
+            &["--fallback", "reader.example:6379", "--format", "json"],
+        );
+        assert_eq!(r.code, 0, "{name}");
+        assert_eq!(r.json()["route"], "fallback");
+        assert_eq!(r.json()["endpoint"], "reader.example:6379");
+    }
+    let r = run(dir.path().join("missing.json").to_str().unwrap(), &[]);
+    assert_eq!(r.code, 1);
+    // Usage errors: exit 2.
+    assert_eq!(resolve(&[], &["--map", "x.json", "--zone", "nowhere"]).code, 2);
+    assert_eq!(resolve(&[], &["--map", "ssm:"]).code, 2);
+    assert_eq!(resolve(&[], &["--map", "x.json", "--fallback", "no-port"]).code, 2);
+    assert_eq!(resolve(&[], &[]).code, 2);
+}
+
+/// A redis-server on a loopback port; killed on drop.
+struct Redis {
+    port: u16,
+    child: Child,
+}
+
+impl Redis {
+    fn start(port: u16, replica_of: Option<u16>, dir: &Path) -> Redis {
+        let data = dir.join(format!("redis-{port}"));
+        std::fs::create_dir_all(&data).unwrap();
+        let mut cmd = Command::new("redis-server");
+        cmd.args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+        ])
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        if let Some(primary) = replica_of {
+            cmd.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+        }
+        let child = cmd
+            .spawn()
+            .expect("redis-server (Debian package redis-server; scripts/test installs it)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server on {port} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Redis { port, child }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn check_pings_real_redis_marks_a_stopped_replica_and_brings_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, r1, r2) = (free_port(), free_port(), free_port());
+    let _primary = Redis::start(p, None, dir.path());
+    let replica = Redis::start(r1, Some(p), dir.path());
+    let _other = Redis::start(r2, Some(p), dir.path());
+    let doc = json!({
+        "version": 1,
+        "fallback": format!("127.0.0.1:{p}"),
+        "zones": {ZONE: format!("127.0.0.1:{r1}"), "ap-northeast-1c": format!("127.0.0.1:{r2}")},
+    });
+    let map = write_map(dir.path(), &doc);
+    let cache = dir.path().join("cache");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "--map",
+            map.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--zone",
+            ZONE,
+            "--check",
+            "--format",
+            "json",
+            "--unhealthy-ttl",
+            "2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        resolve(&[], &a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    // Healthy: the same-AZ replica.
+    let r = run(&[]);
+    assert_eq!(r.json()["endpoint"], format!("127.0.0.1:{r1}"), "{}", r.stderr);
+    assert_eq!(r.json()["route"], "zone");
+
+    // Stopped: the fallback within the check timeout, and the replica marked unhealthy.
+    let port = replica.port;
+    drop(replica);
+    let r = run(&[]);
+    let j = r.json();
+    assert_eq!(j["route"], "fallback");
+    assert_eq!(j["endpoint"], format!("127.0.0.1:{p}"));
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap()
+            .contains("failed the check: connection refused"),
+        "{j}"
+    );
+    assert!(r.elapsed < Duration::from_millis(1500), "{:?}", r.elapsed);
+
+    // Back up, but still marked: the fallback until the mark expires (no check is made).
+    let _replica = Redis::start(port, Some(p), dir.path());
+    let r = run(&[]);
+    assert!(
+        r.json()["reason"].as_str().unwrap().contains("marked unhealthy"),
+        "{}",
+        r.stdout
+    );
+    std::thread::sleep(Duration::from_millis(2100));
+    let r = run(&[]);
+    assert_eq!(r.json()["route"], "zone", "{}", r.stdout);
+    assert_eq!(r.json()["endpoint"], format!("127.0.0.1:{r1}"));
+
+    // A node that accepts and never answers: the fallback after the check timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let doc = json!({"version": 1, "fallback": format!("127.0.0.1:{p}"), "zones": {ZONE: silent.local_addr().unwrap().to_string()}});
+    let silent_map = dir.path().join("silent.json");
+    std::fs::write(&silent_map, doc.to_string()).unwrap();
+    let started = Instant::now();
+    let r = resolve(
+        &[],
+        &[
+            "--map",
+            silent_map.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--zone",
+            ZONE,
+            "--check",
+            "--check-timeout",
+            "200ms",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(r.json()["reason"].as_str().unwrap().contains("200 ms"), "{}", r.stdout);
+    assert!(started.elapsed() < Duration::from_millis(1200));
+}
+
+/// The whole loop: `terraform apply` publishes the map to SSM (moto) with `zone_ids`;
+/// `locality resolve --map ssm:...` under a fake IMDS, in an account whose AZ names differ
+/// (its `ap-northeast-1c` is the cache account's `ap-northeast-1a`, both `apne1-az4`), prints
+/// that zone's replica, matched by ID; a replica is replaced, apply, and resolve prints the new
+/// one. Runs under Terraform 1.11.4 and again under 1.15.5 (scripts/test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_publishes_the_map_and_resolve_reads_it_from_ssm() {
+    use common::moto::{Moto, ENV};
+    use common::{Terraform, PREAMBLE};
+    let imds = FakeMetadata::start("ap-northeast-1c", ZONE_ID).await;
+    let url = imds.url();
+    tokio::task::spawn_blocking(move || {
+        let moto = Moto::start();
+        let mut tf = Terraform::dev_overrides();
+        for (k, v) in ENV {
+            tf.env(k, v);
+        }
+        tf.env("AWS_ENDPOINT_URL", &moto.endpoint);
+        let config = |replica_a: &str| {
+            format!(
+                "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\n\
+                 resource \"locality_zone_replica_map\" \"cache\" {{\n  \
+                 member {{\n    endpoint = \"primary.example:6379\"\n    zone     = \"ap-northeast-1a\"\n    role     = \"primary\"\n  }}\n  \
+                 member {{\n    endpoint = \"{replica_a}\"\n    zone     = \"ap-northeast-1a\"\n  }}\n  \
+                 member {{\n    endpoint = \"replica-c1.example:6379\"\n    zone     = \"ap-northeast-1c\"\n  }}\n  \
+                 fallback_endpoint = \"reader.example:6379\"\n  \
+                 zone_ids = {{\n    \"ap-northeast-1a\" = \"apne1-az4\"\n    \"ap-northeast-1c\" = \"apne1-az1\"\n  }}\n  \
+                 ssm_parameter {{\n    name = \"/prod/cache/replica-map\"\n  }}\n}}\n\n\
+                 output \"by_id\" {{\n  value = locality_zone_replica_map.cache.endpoints_by_zone_id\n}}\n",
+                moto.endpoint
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let resolve_json = || {
+            let mut env: Vec<(&str, &str)> = ENV.iter().filter(|(k, _)| *k != "AWS_EC2_METADATA_DISABLED").copied().collect();
+            env.push(("AWS_ENDPOINT_URL", &moto.endpoint));
+            env.push(("AWS_EC2_METADATA_SERVICE_ENDPOINT", &url));
+            let r = resolve(&env, &["--map", "ssm:/prod/cache/replica-map", "--cache-dir", cache.to_str().unwrap(), "--format", "json"]);
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            r.json()
+        };
+
+        tf.write("main.tf", &config("replica-a1.example:6379"));
+        tf.ok(&["apply", "-auto-approve"]);
+        let by_id: Value = serde_json::from_str(&tf.ok(&["output", "-json", "by_id"])).unwrap();
+        assert_eq!(by_id, json!({"apne1-az4": "replica-a1.example:6379", "apne1-az1": "replica-c1.example:6379"}));
+        let j = resolve_json();
+        assert_eq!(
+            j,
+            json!({"endpoint": "replica-a1.example:6379", "route": "zone", "zone": "ap-northeast-1c", "zone_id": ZONE_ID, "zone_source": "imds-v2", "reason": null})
+        );
+
+        // The replica in apne1-az4 is replaced: the plan names the AZ, apply publishes, and the
+        // next process (zone from the cache) reads from the new one.
+        tf.write("main.tf", &config("replica-a2.example:6379"));
+        let plan = tf.ok(&["plan"]);
+        assert!(plan.contains("\"ap-northeast-1a\" = \"replica-a1.example:6379\" -> \"replica-a2.example:6379\""), "{plan}");
+        tf.ok(&["apply", "-auto-approve"]);
+        let j = resolve_json();
+        assert_eq!(j["endpoint"], "replica-a2.example:6379");
+        assert_eq!(j["zone_source"], "cache");
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}
