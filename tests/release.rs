@@ -124,6 +124,32 @@ fn artifacts_have_the_registry_layout_and_are_reproducible() {
         );
     }
     assert!(tar.contains("-rwxr-xr-x") && tar.contains("1980-01-01"), "{tar}");
+    // The CLI runs from the tarball, `locality resolve` included.
+    let unpacked = tempfile::tempdir().unwrap();
+    let status = Command::new("tar")
+        .arg("-xzf")
+        .arg(a.join(format!("locality_{VERSION}_linux_amd64.tar.gz")))
+        .arg("-C")
+        .arg(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let cli = unpacked.path().join(format!("locality_{VERSION}_linux_amd64/locality"));
+    let map = unpacked.path().join("map.json");
+    std::fs::write(
+        &map,
+        r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1a":"replica-a.example:6379"}}"#,
+    )
+    .unwrap();
+    let out = Command::new(&cli)
+        .args(["resolve", "--zone", "ap-northeast-1a", "--map"])
+        .arg(&map)
+        .arg("--cache-dir")
+        .arg(unpacked.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "replica-a.example:6379\n");
 }
 
 #[test]
