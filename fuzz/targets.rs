@@ -10,7 +10,9 @@
 //! - `import`: every resource's import ID parser (no credentials: nothing leaves the process);
 //! - `text`: IP, endpoint, zone, URL and region-name parsers;
 //! - `snapshot`: an IP-range snapshot file (`LOCALITY_RANGES_FILE`, either format version),
-//!   then lookups and a walk over its ranges when it opens.
+//!   then lookups and a walk over its ranges when it opens;
+//! - `resolve`: what `locality resolve` reads: a replica map (then an endpoint chosen for a few
+//!   zones), metadata answers (IMDS, ECS, Lambda), `--zone`, `--map`, a shared secret's key.
 
 #![allow(dead_code, unreachable_pub)] // shared with the fuzz crate, where these items are its own
 
@@ -23,7 +25,7 @@ use locality::tfplugin::value::{decode_json, decode_msgpack};
 use locality::tfplugin::{Context, Diagnostics, Provider};
 
 /// The targets, by name.
-pub const TARGETS: [&str; 6] = ["msgpack", "json", "spec", "import", "text", "snapshot"];
+pub const TARGETS: [&str; 7] = ["msgpack", "json", "spec", "import", "text", "snapshot", "resolve"];
 
 /// Runs target `name` on `data`. Panics only on a bug (what the fuzzer looks for).
 pub fn run(name: &str, data: &[u8]) {
@@ -34,6 +36,7 @@ pub fn run(name: &str, data: &[u8]) {
         "import" => import(data),
         "text" => text(data),
         "snapshot" => snapshot(data),
+        "resolve" => resolve(data),
         other => panic!("no fuzz target {other:?}"),
     }
 }
@@ -119,4 +122,26 @@ fn snapshot(data: &[u8]) {
     let _ = table.ranges().count();
     let _ = table.age_days(std::time::SystemTime::now());
     let _ = table.encode();
+}
+
+fn resolve(data: &[u8]) {
+    use locality_resolve::{detect, source, zone::Zone, MapSource, ReplicaMap};
+    let text = String::from_utf8_lossy(data);
+    if let Ok(map) = ReplicaMap::parse(&text) {
+        for zone in ["ap-northeast-1a", "apne1-az4", "us-east-1f"] {
+            let zone = Zone::parse(zone).expect("a zone");
+            let _ = map.candidates(&zone, &text);
+        }
+    }
+    let _ = detect::zone_name(&text);
+    let _ = detect::ecs_zone(&text);
+    let _ = detect::lambda_zone(&text);
+    if let Some(zone) = Zone::parse(&text) {
+        let _ = zone.describe();
+    }
+    let _ = MapSource::parse(&text);
+    let _ = source::under_key(&text, "replica_map");
+    let _ = locality::provider::resources::zone_replica_map::shared_secret::document_under(&text, "replica_map");
+    let _ = locality_resolve::split_endpoint(&text);
+    let _ = locality_resolve::shell_quote(&text);
 }

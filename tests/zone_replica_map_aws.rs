@@ -308,3 +308,135 @@ async fn missing_group_missing_secret_and_unreachable_aws_are_diagnostics() {
     })
     .await;
 }
+
+/// `secretsmanager { key }`: the map as one key of a shared JSON secret. Other keys stay exactly
+/// as they are (values, order); an out-of-band change of another key is no drift, of ours is;
+/// `locality resolve` reads the key; import by `secretsmanager:<id>#<key>`; destroy removes only
+/// the key; a secret that is not a JSON object is an error and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_map_under_one_key_of_a_shared_secret() {
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c"])
+        .await;
+    put_secret(&moto, r#"{"password":"s3cr3t","port":6379,"ratio":1.50}"#, true).await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    let target = format!("secretsmanager {{\n    secret_id = \"{SECRET}\"\n    key       = \"replica_map\"\n  }}");
+    tf.write("main.tf", &config(&moto, "sessions", &target));
+    let t = tf.clone();
+    let document = blocking(move || {
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        t.output("document")
+    })
+    .await;
+    let value = secret_value(&moto).await.unwrap();
+    assert_eq!(
+        value,
+        format!(r#"{{"password":"s3cr3t","port":6379,"ratio":1.50,"replica_map":{document}}}"#)
+    );
+
+    // Another key rotates: no drift. Our key is edited: drift, restored, the rotation kept.
+    put_secret(&moto, &value.replace("s3cr3t", "rotated"), false).await;
+    let t = tf.clone();
+    blocking(move || t.assert_no_changes()).await;
+    let doc: serde_json::Value = serde_json::from_str(&document).unwrap();
+    let (zone, endpoint) = doc["zones"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .map(|(z, e)| (z.clone(), e.as_str().unwrap().to_string()))
+        .unwrap();
+    put_secret(
+        &moto,
+        &value
+            .replace("s3cr3t", "rotated")
+            .replace(&endpoint, "edited.example:6379"),
+        false,
+    )
+    .await;
+    let t = tf.clone();
+    blocking(move || {
+        let (code, plan) = t.plan_exit_code();
+        assert_eq!(code, 2, "{plan}");
+        assert!(plan.contains("edited.example:6379"), "{plan}");
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    let value = secret_value(&moto).await.unwrap();
+    assert!(
+        value.starts_with(r#"{"password":"rotated","port":6379,"ratio":1.50,"replica_map":"#),
+        "{value}"
+    );
+    assert!(
+        value.contains(&endpoint) && !value.contains("edited.example"),
+        "{value}"
+    );
+
+    // The application side reads the key.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_locality"));
+    cmd.args([
+        "resolve",
+        "--map",
+        &format!("secretsmanager:{SECRET}#replica_map"),
+        "--zone",
+        &zone,
+    ])
+    .env_clear()
+    .env("AWS_ENDPOINT_URL", &moto.endpoint);
+    for (k, v) in ENV {
+        cmd.env(k, v);
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let out = cmd.arg("--cache-dir").arg(cache.path()).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        endpoint,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Import by `secretsmanager:<id>#<key>`, then destroy: only the key goes.
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
+        t.ok(&[
+            "import",
+            "locality_zone_replica_map.cache",
+            &format!("secretsmanager:{SECRET}#replica_map"),
+        ]);
+        // The import knows the target only: the topology source is added, the map unchanged.
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    let after_import = secret_value(&moto).await.unwrap();
+    assert_eq!(after_import, value, "an apply after import writes no new version");
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["destroy", "-auto-approve"]);
+    })
+    .await;
+    assert_eq!(
+        secret_value(&moto).await.as_deref(),
+        Some(r#"{"password":"rotated","port":6379,"ratio":1.50}"#)
+    );
+
+    // A secret that is not a JSON object: an error, and nothing written.
+    put_secret(&moto, "plain-password", false).await;
+    let t = tf.clone();
+    blocking(move || {
+        let out = t
+            .fails(&["apply", "-auto-approve"])
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            out.contains("is not a JSON object") && out.contains("nothing was written"),
+            "{out}"
+        );
+    })
+    .await;
+    assert_eq!(secret_value(&moto).await.as_deref(), Some("plain-password"));
+}

@@ -210,8 +210,11 @@ fn shown(body: &str) -> String {
     format!("{one_line:?}")
 }
 
-/// A zone name from an answer, or why it is not one.
-fn zone_name(body: &str) -> Result<String, String> {
+/// A zone name from an IMDS `placement/availability-zone` answer, or why it is not one.
+///
+/// # Errors
+/// A phrase quoting (the start of) what was answered instead.
+pub fn zone_name(body: &str) -> Result<String, String> {
     let value = body.trim();
     if is_zone_name(value) {
         Ok(value.to_string())
@@ -283,8 +286,16 @@ fn ecs(http: &Http, uri: &str, attempts: &mut Attempts) -> Result<Zone, String> 
     if status != 200 {
         return Err(format!("HTTP {status}"));
     }
+    ecs_zone(&body)
+}
+
+/// The zone in an ECS task metadata v4 `/task` answer.
+///
+/// # Errors
+/// Why the answer holds no zone.
+pub fn ecs_zone(body: &str) -> Result<Zone, String> {
     let json: serde_json::Value =
-        serde_json::from_str(&body).map_err(|_| format!("answered {} instead of JSON", shown(&body)))?;
+        serde_json::from_str(body).map_err(|_| format!("answered {} instead of JSON", shown(body)))?;
     let name = json
         .get("AvailabilityZone")
         .and_then(|v| v.as_str())
@@ -313,8 +324,16 @@ fn lambda(http: &Http, api: &str, token: &str, attempts: &mut Attempts) -> Resul
     if status != 200 {
         return Err(format!("HTTP {status}"));
     }
+    lambda_zone(&body)
+}
+
+/// The zone (its ID) in a Lambda metadata API answer.
+///
+/// # Errors
+/// Why the answer holds no zone.
+pub fn lambda_zone(body: &str) -> Result<Zone, String> {
     let json: serde_json::Value =
-        serde_json::from_str(&body).map_err(|_| format!("answered {} instead of JSON", shown(&body)))?;
+        serde_json::from_str(body).map_err(|_| format!("answered {} instead of JSON", shown(body)))?;
     let id = json
         .get("AvailabilityZoneID")
         .and_then(|v| v.as_str())

@@ -141,7 +141,9 @@ impl From<PublishError> for Diagnostic {
                     zone_replica_map::TYPE_NAME
                 ),
             ),
-            PublishError::MissingSecret { .. } => Diagnostic::error("Cannot publish the replica map", detail),
+            PublishError::MissingSecret { .. } | PublishError::SharedSecret { .. } => {
+                Diagnostic::error("Cannot publish the replica map", detail)
+            }
             PublishError::Io { .. } | PublishError::Aws { .. } => {
                 Diagnostic::error("Cannot access the published replica map", detail)
             }

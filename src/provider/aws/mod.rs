@@ -374,6 +374,56 @@ impl Aws {
         }
     }
 
+    /// GetSecretValue of the version with the staging label `AWSPREVIOUS`: the string and its
+    /// VersionId; `None` when there is none.
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn read_previous_secret(&self, secret: &str) -> Result<Option<(String, String)>, AwsError> {
+        tracing::debug!(aws_call = "secretsmanager:GetSecretValue", stage = "AWSPREVIOUS");
+        match self
+            .secrets
+            .get_secret_value()
+            .secret_id(secret)
+            .version_stage("AWSPREVIOUS")
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some((
+                out.secret_string().unwrap_or_default().to_string(),
+                out.version_id().unwrap_or_default().to_string(),
+            ))),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(sdk(e)),
+        }
+    }
+
+    /// DescribeSecret: the VersionIds labelled `AWSCURRENT` and `AWSPREVIOUS`.
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn secret_stages(&self, secret: &str) -> Result<(Option<String>, Option<String>), AwsError> {
+        tracing::debug!(aws_call = "secretsmanager:DescribeSecret");
+        let out = self
+            .secrets
+            .describe_secret()
+            .secret_id(secret)
+            .send()
+            .await
+            .map_err(sdk)?;
+        let labelled = |stage: &str| {
+            out.version_ids_to_stages()
+                .and_then(|m| m.iter().find(|(_, stages)| stages.iter().any(|s| s == stage)))
+                .map(|(id, _)| id.clone())
+        };
+        Ok((labelled("AWSCURRENT"), labelled("AWSPREVIOUS")))
+    }
+
     /// PutSecretValue: a new version of an existing secret; returns its VersionId.
     ///
     /// # Errors

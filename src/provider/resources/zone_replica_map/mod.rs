@@ -11,6 +11,7 @@
 mod model;
 mod replica_map;
 mod schema;
+pub mod shared_secret;
 mod target;
 mod validate;
 
@@ -59,6 +60,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         let (kind, name) = match state.target()? {
             Target::File(path) => ("file", path.display().to_string()),
             Target::SecretsManager(id) => ("secretsmanager", id),
+            Target::SecretKey { secret_id, key } => ("secretsmanager", format!("{secret_id}#{key}")),
             Target::Ssm(name) => ("ssm", name),
         };
         Some(identity_schema().value([("kind", Value::String(kind.to_string())), ("name", Value::String(name))]))
@@ -214,7 +216,21 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             return None;
         }
         let target = match kind {
-            "secretsmanager" => Target::SecretsManager(name.into()),
+            // Secret names and ARNs never hold `#`: what follows it is the key.
+            "secretsmanager" => match name.split_once('#') {
+                Some((secret_id, key)) if !secret_id.is_empty() && !key.is_empty() => Target::SecretKey {
+                    secret_id: secret_id.into(),
+                    key: key.into(),
+                },
+                Some(_) => {
+                    diags.error(
+                        "Invalid import ID",
+                        "Expected `secretsmanager:<secret>#<key>`: both the secret and the key are needed.",
+                    );
+                    return None;
+                }
+                None => Target::SecretsManager(name.into()),
+            },
             "ssm" => Target::Ssm(name.into()),
             _ => Target::File(name.into()),
         };

@@ -30,6 +30,8 @@ crate::model! {
     pub struct SecretsManagerModel {
         /// The secret's name or ARN.
         pub secret_id: Field<String>,
+        /// The key of a JSON secret holding the map.
+        pub key: Field<String>,
     }
 }
 
@@ -93,8 +95,16 @@ pub(super) fn strings<'a>(items: impl IntoIterator<Item = &'a Field<String>>) ->
 impl ZoneReplicaMapModel {
     /// The publish target, when its block and name are known.
     pub fn target(&self) -> Option<Target> {
-        if let Some(id) = blocks(&self.secretsmanager).first().and_then(|b| b.secret_id.get()) {
-            return Some(Target::SecretsManager(id.clone()));
+        if let Some(block) = blocks(&self.secretsmanager).first() {
+            let id = block.secret_id.get()?.clone();
+            return match &block.key {
+                Field::Null => Some(Target::SecretsManager(id)),
+                Field::Known(key) => Some(Target::SecretKey {
+                    secret_id: id,
+                    key: key.clone(),
+                }),
+                Field::Unknown => None,
+            };
         }
         if let Some(name) = blocks(&self.ssm_parameter).first().and_then(|b| b.name.get()) {
             return Some(Target::Ssm(name.clone()));
@@ -116,6 +126,13 @@ impl ZoneReplicaMapModel {
             Target::SecretsManager(id) => {
                 model.secretsmanager = Field::Known(vec![SecretsManagerModel {
                     secret_id: id.as_str().into(),
+                    key: Field::Null,
+                }])
+            }
+            Target::SecretKey { secret_id, key } => {
+                model.secretsmanager = Field::Known(vec![SecretsManagerModel {
+                    secret_id: secret_id.as_str().into(),
+                    key: key.as_str().into(),
                 }])
             }
             Target::Ssm(name) => {

@@ -14,7 +14,10 @@ pub fn schema() -> Schema {
              Secrets Manager secret, an SSM parameter or a file.\n\n\
              Refresh is the point of this resource: `terraform plan` re-discovers the topology and re-reads the \
              published document, so a replaced replica, a member in a new AZ or an out-of-band edit shows up as a \
-             plan diff naming the AZ whose endpoint changes, instead of a silent loss of same-AZ reads.",
+             plan diff naming the AZ whose endpoint changes, instead of a silent loss of same-AZ reads.\n\n\
+             Applications read the map with `locality resolve` (or the `locality-resolve` Rust crate), which \
+             finds the process's AZ and falls back to the reader endpoint on every failure path: see the guide \
+             [Consuming the replica map](../guides/consuming-the-replica-map.md).",
         )
         .attribute(
             Attribute::string("id")
@@ -128,7 +131,16 @@ pub fn schema() -> Schema {
                         .required()
                         .requires_replace()
                         .description("The secret's name or ARN. Changing it replaces the resource."),
-                ),
+                )
+                .attribute(Attribute::string("key").optional().requires_replace().description(
+                    "Publish the map as a JSON object under this key of a secret that holds a JSON object (as \
+                     applications keep several values in one secret), keeping every other key exactly as it is. A \
+                     secret whose value is not a JSON object is an error, and nothing is written. Each write \
+                     re-reads the secret and checks that no other writer got in between (when one did, the \
+                     change is made again on top of theirs, so theirs is not lost). Refresh reads only this key; \
+                     destroy removes only this key (the secret stays). Import ID: `secretsmanager:<secret>#<key>`. \
+                     Needs `secretsmanager:DescribeSecret` too. Changing it replaces the resource.",
+                )),
             )
             .items(0, 1),
         )

@@ -2,7 +2,8 @@
 //!
 //! - `file`: a local file the resource owns (version = SHA-256 of the content);
 //! - `secretsmanager`: a new version of an existing secret (version = VersionId); the secret's
-//!   lifecycle stays with whoever created it;
+//!   lifecycle stays with whoever created it; with `key`, only that key of a JSON secret
+//!   (`shared_secret.rs`);
 //! - `ssm_parameter`: a String parameter the resource owns (version = parameter version).
 
 use std::io::ErrorKind;
@@ -12,6 +13,7 @@ use crate::provider::aws::AwsError;
 use crate::provider::ProviderData;
 
 use super::replica_map::sha256_hex;
+use super::shared_secret::{self, KeyChange, SharedSecretError};
 
 /// A place the document is published to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +22,13 @@ pub enum Target {
     File(PathBuf),
     /// An existing Secrets Manager secret (name or ARN).
     SecretsManager(String),
+    /// One key of an existing Secrets Manager secret holding a JSON object.
+    SecretKey {
+        /// Name or ARN.
+        secret_id: String,
+        /// The key.
+        key: String,
+    },
     /// An SSM parameter owned by the resource.
     Ssm(String),
 }
@@ -50,6 +59,14 @@ pub enum PublishError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The key of a shared secret could not be changed.
+    #[error("{target}: {source}")]
+    SharedSecret {
+        /// The target's ID.
+        target: String,
+        /// Why.
+        source: SharedSecretError,
+    },
     /// AWS refused or failed.
     #[error("{target}: {source}")]
     Aws {
@@ -66,6 +83,7 @@ impl Target {
         match self {
             Target::File(path) => format!("file:{}", path.display()),
             Target::SecretsManager(id) => format!("secretsmanager:{id}"),
+            Target::SecretKey { secret_id, key } => format!("secretsmanager:{secret_id}#{key}"),
             Target::Ssm(name) => format!("ssm:{name}"),
         }
     }
@@ -87,6 +105,15 @@ impl Target {
                 Err(e) => Err(self.io(e)),
             },
             Target::SecretsManager(id) => data.aws().await.read_secret(id).await.map_err(|e| self.aws(e)),
+            Target::SecretKey { secret_id, key } => {
+                let Some((text, version)) = data.aws().await.read_secret(secret_id).await.map_err(|e| self.aws(e))?
+                else {
+                    return Ok(None);
+                };
+                Ok(shared_secret::document_under(&text, key)
+                    .map_err(|e| self.shared(e))?
+                    .map(|document| (document, version)))
+            }
             Target::Ssm(name) => data.aws().await.read_parameter(name).await.map_err(|e| self.aws(e)),
         }
     }
@@ -97,6 +124,22 @@ impl Target {
             other => other.id(),
         };
         PublishError::Io { path, source }
+    }
+
+    fn shared(&self, source: SharedSecretError) -> PublishError {
+        match source {
+            SharedSecretError::Aws(AwsError::NotFound(_)) => PublishError::MissingSecret {
+                secret_id: match self {
+                    Target::SecretKey { secret_id, .. } => secret_id.clone(),
+                    other => other.id(),
+                },
+            },
+            SharedSecretError::Aws(e) => self.aws(e),
+            other => PublishError::SharedSecret {
+                target: self.id(),
+                source: other,
+            },
+        }
     }
 
     fn aws(&self, source: AwsError) -> PublishError {
@@ -131,6 +174,17 @@ impl Target {
                         _ => Err(self.aws(e)),
                     },
                     Err(other) => Err(self.aws(other)),
+                }
+            }
+            Target::SecretKey { secret_id, key } => {
+                let aws = data.aws().await;
+                let secret = shared_secret::Secret { aws, id: secret_id };
+                match shared_secret::change_key(&secret, key, KeyChange::Set(document)).await {
+                    Ok(Some(version)) => Ok(version),
+                    Ok(None) => Err(PublishError::MissingSecret {
+                        secret_id: secret_id.clone(),
+                    }),
+                    Err(e) => Err(self.shared(e)),
                 }
             }
             Target::Ssm(name) => {
@@ -169,6 +223,15 @@ impl Target {
             Target::SecretsManager(id) => Ok(Some(format!(
                 "Secret {id:?} keeps its last published replica map: its lifecycle belongs to whoever created it. Delete or rotate it there."
             ))),
+            // Only the key goes; the secret and its other keys stay.
+            Target::SecretKey { secret_id, key } => {
+                let aws = data.aws().await;
+                let secret = shared_secret::Secret { aws, id: secret_id };
+                match shared_secret::change_key(&secret, key, KeyChange::Remove).await {
+                    Ok(_) | Err(SharedSecretError::Aws(AwsError::NotFound(_))) => Ok(None),
+                    Err(e) => Err(self.shared(e)),
+                }
+            }
             Target::Ssm(name) => {
                 let aws = data.aws().await;
                 match aws.delete_parameter(name).await {

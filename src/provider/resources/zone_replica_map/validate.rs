@@ -191,6 +191,15 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
                 "Give the secret's name or ARN.",
             );
         }
+        if let Some(key) = s.key.get() {
+            if key.is_empty() || key.len() > 256 || key.contains('#') || key.chars().any(char::is_control) {
+                diags.attribute_error(
+                    AttributePath::root("secretsmanager").index(i).attr("key"),
+                    "Invalid key",
+                    format!("{key:?} cannot be a key of the secret: 1-256 characters, no `#` (it separates the key in import IDs) and no control characters."),
+                );
+            }
+        }
     }
     for (i, file) in blocks(&config.file).iter().enumerate() {
         if let Some(path) = file.path.get() {
