@@ -412,3 +412,59 @@ fn two_resources_publishing_to_one_file_is_a_plan_time_error() {
     );
     assert!(!tf.exists("out/replicas.json"), "nothing written");
 }
+
+/// `zone_ids` and `spread_replicas`: opt-in additions to the document. `zone_ids` unknown at
+/// plan time (from another resource) plans the document unknown, and apply publishes it;
+/// without them the document is exactly what it was (no plan diff after an upgrade); bad
+/// names or IDs are errors on the map's key.
+#[test]
+fn zone_ids_and_spread_replicas() {
+    let tf = Terraform::dev_overrides();
+    let members: &[(&str, &str, &str)] = &[
+        ("node-001.example:6379", "ap-northeast-1a", "primary"),
+        ("node-002.example:6379", "ap-northeast-1c", "replica"),
+        ("node-004.example:6379", "ap-northeast-1c", "replica"),
+    ];
+    let plain = config(members, "replicas.json");
+    tf.write("main.tf", &plain);
+    tf.ok(&["apply", "-auto-approve"]);
+    let before = tf.output("document");
+    assert!(!before.contains("zone_ids") && !before.contains("replicas"), "{before}");
+
+    let extra = "  zone_ids = {\n    \"ap-northeast-1a\" = \"apne1-az4\"\n    \"ap-northeast-1c\" = terraform_data.az.output\n  }\n  spread_replicas = true\n";
+    let with = plain.replacen("  fallback_endpoint", &format!("{extra}  fallback_endpoint"), 1)
+        + "\nresource \"terraform_data\" \"az\" {\n  input = \"apne1-az1\"\n}\n\noutput \"by_id\" {\n  value = locality_zone_replica_map.cache.endpoints_by_zone_id\n}\n";
+    tf.write("main.tf", &with);
+    let (code, plan) = tf.plan_exit_code();
+    assert_eq!(code, 2, "{plan}");
+    assert!(plan.contains("endpoints_by_zone_id = (known after apply)"), "{plan}");
+    tf.ok(&["apply", "-auto-approve"]);
+    tf.assert_no_changes();
+    let doc = std::fs::read_to_string(tf.path("replicas.json")).unwrap();
+    assert_eq!(
+        doc,
+        r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"},"zone_ids":{"apne1-az1":"node-002.example:6379"},"replicas":{"ap-northeast-1c":["node-002.example:6379","node-004.example:6379"],"apne1-az1":["node-002.example:6379","node-004.example:6379"]}}"#
+    );
+    assert!(tf
+        .ok(&["output", "-json", "by_id"])
+        .contains("\"apne1-az1\":\"node-002.example:6379\""));
+
+    // Back to the plain configuration: the document is the old one again, byte for byte.
+    tf.write("main.tf", &plain);
+    tf.ok(&["apply", "-auto-approve"]);
+    assert_eq!(tf.output("document"), before);
+
+    // Names and IDs the other way round: errors naming the key.
+    let bad = plain.replacen(
+        "  fallback_endpoint",
+        "  zone_ids = {\n    \"apne1-az4\" = \"ap-northeast-1a\"\n  }\n  fallback_endpoint",
+        1,
+    );
+    tf.write("main.tf", &bad);
+    let out = tf.fails(&["validate"]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(out.contains("\"apne1-az4\" is not an availability zone name"), "{out}");
+    assert!(
+        out.contains("\"ap-northeast-1a\" is not an availability zone ID"),
+        "{out}"
+    );
+}
