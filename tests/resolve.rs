@@ -505,3 +505,78 @@ async fn apply_publishes_the_map_and_resolve_reads_it_from_ssm() {
     .await
     .unwrap();
 }
+
+/// `--check --tls`: the TLS handshake, then `PING`, against a TLS server on loopback (the
+/// ElastiCache in-transit encryption case), trusting its CA through `LOCALITY_TLS_CA_FILE`;
+/// without that CA the handshake fails and the route is the fallback, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_over_tls() {
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, cert.pem()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                if let Ok(mut tls) = acceptor.accept(stream).await {
+                    let mut buf = [0u8; 14];
+                    if tls.read_exact(&mut buf).await.is_ok() && &buf == b"*1\r\n$4\r\nPING\r\n" {
+                        let _ = tls.write_all(b"+PONG\r\n").await;
+                        let _ = tls.flush().await;
+                    }
+                }
+            });
+        }
+    });
+    let map = write_map(
+        dir.path(),
+        &json!({"version": 1, "fallback": "reader.example:6379", "zones": {ZONE: format!("localhost:{port}")}}),
+    );
+    let cache = dir.path().join("cache");
+    tokio::task::spawn_blocking(move || {
+        let args = [
+            "--map",
+            map.to_str().unwrap(),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--zone",
+            ZONE,
+            "--check",
+            "--tls",
+            "--check-timeout",
+            "2s",
+            "--format",
+            "json",
+            "--unhealthy-ttl",
+            "0",
+        ];
+        let r = resolve(&[("LOCALITY_TLS_CA_FILE", ca.to_str().unwrap())], &args);
+        assert_eq!(r.json()["route"], "zone", "{} {}", r.stdout, r.stderr);
+        assert_eq!(r.json()["endpoint"], format!("localhost:{port}"));
+        let r = resolve(&[], &args);
+        let reason = r.json()["reason"].as_str().unwrap().to_string();
+        assert!(reason.contains("TLS"), "{reason}");
+    })
+    .await
+    .unwrap();
+}

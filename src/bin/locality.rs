@@ -120,7 +120,8 @@ struct ResolveArgs {
     /// How long the check may take, e.g. 300ms.
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     check_timeout: std::time::Duration,
-    /// TLS before the PING (ElastiCache in-transit encryption).
+    /// TLS before the PING (ElastiCache in-transit encryption), trusting the system's CAs and
+    /// those of the PEM file named by LOCALITY_TLS_CA_FILE.
     #[arg(long)]
     tls: bool,
     /// How long a replica that failed the check is avoided (seconds).

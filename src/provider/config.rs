@@ -107,7 +107,7 @@ pub fn schema() -> Schema {
              identity (`import` blocks with `identity`, identities in `terraform show -json`) needs Terraform \
              1.12 or later; list resources (`terraform query`, with `list` blocks in `*.tfquery.hcl` files) and \
              the `locality_shift_weights` action need Terraform 1.14 or later. Tested with 1.11.4 and 1.15.5.\n\n\
-             **Environment variables** the provider reads (the `locality` CLI reads `LOCALITY_RANGES_FILE`, `XDG_DATA_HOME` and `HOME`):\n\n\
+             **Environment variables** the provider and the `locality` CLI read:\n\n\
              | variable | what |\n\
              |---|---|\n\
              | `CLOUDFLARE_API_TOKEN`, `CLOUDFLARE_BASE_URL` | `cloudflare.api_token`, `cloudflare.base_url` when the block does not set them |\n\
@@ -122,7 +122,12 @@ pub fn schema() -> Schema {
              | `TF_LOG_PROVIDER`, `TF_LOG` | the provider's log level (logs never carry credentials) |\n\
              | `LOCALITY_HTTP_TIMEOUT` | seconds one Cloudflare or Google request may take (default 60) |\n\
              | `LOCALITY_RANGES_FILE` | an IP-range snapshot written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region`, `locality_region_hints.origins` and `locality lookup` |\n\
-             | `XDG_DATA_HOME`, `HOME` | where `locality ranges update` writes without `-o` |\n\n\
+             | `XDG_DATA_HOME`, `HOME` | where `locality ranges update` writes without `-o` |\n\
+             | `LOCALITY_ZONE` | `locality resolve`: this process's AZ name or ID when `--zone` is not given |\n\
+             | `ECS_CONTAINER_METADATA_URI_V4`, `AWS_LAMBDA_METADATA_API`, `AWS_LAMBDA_METADATA_TOKEN`, `AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_EC2_METADATA_DISABLED` | `locality resolve`: where it detects its AZ (ECS, Lambda, EC2 IMDS) |\n\
+             | `XDG_RUNTIME_DIR`, `TMPDIR` | `locality resolve`: its cache directory without `--cache-dir` |\n\
+             | `LOCALITY_TLS_CA_FILE` | `locality resolve --check --tls`: a PEM file of CAs to trust besides the system's |\n\
+             | the AWS chain (`AWS_REGION`, `AWS_PROFILE`, `AWS_ENDPOINT_URL`, ...) | `locality resolve --map ssm:...` / `secretsmanager:...` |\n\n\
              **Google credentials**, first match wins: `access_token` (or `GOOGLE_OAUTH_ACCESS_TOKEN`), used as \
              given; `credentials` (or `GOOGLE_CREDENTIALS`); else Application Default Credentials: the file named by \
              `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's `~/.config/gcloud/application_default_credentials.json` \
