@@ -360,6 +360,7 @@ fn imds(http: &Http, endpoint: &str, attempts: &mut Attempts) -> Result<Detected
         {
             (Some(body.trim().to_string()), None)
         }
+        Ok((200, body)) => (None, Some(format!("answered {} instead of a token", shown(&body)))),
         Ok((status, _)) => (None, Some(format!("HTTP {status}"))),
         Err(e) => (None, Some(e)),
     };
