@@ -358,20 +358,7 @@ impl Aws {
     /// # Errors
     /// The SDK's error.
     pub async fn read_secret(&self, secret: &str) -> Result<Option<(String, String)>, AwsError> {
-        tracing::debug!(aws_call = "secretsmanager:GetSecretValue");
-        match self.secrets.get_secret_value().secret_id(secret).send().await {
-            Ok(out) => Ok(Some((
-                out.secret_string().unwrap_or_default().to_string(),
-                out.version_id().unwrap_or_default().to_string(),
-            ))),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(sdk(e)),
-        }
+        self.read_secret_stage(secret, "AWSCURRENT").await
     }
 
     /// GetSecretValue of the version with the staging label `AWSPREVIOUS`: the string and its
@@ -380,12 +367,16 @@ impl Aws {
     /// # Errors
     /// The SDK's error.
     pub async fn read_previous_secret(&self, secret: &str) -> Result<Option<(String, String)>, AwsError> {
-        tracing::debug!(aws_call = "secretsmanager:GetSecretValue", stage = "AWSPREVIOUS");
+        self.read_secret_stage(secret, "AWSPREVIOUS").await
+    }
+
+    async fn read_secret_stage(&self, secret: &str, stage: &str) -> Result<Option<(String, String)>, AwsError> {
+        tracing::debug!(aws_call = "secretsmanager:GetSecretValue", stage);
         match self
             .secrets
             .get_secret_value()
             .secret_id(secret)
-            .version_stage("AWSPREVIOUS")
+            .version_stage(stage)
             .send()
             .await
         {
