@@ -458,11 +458,21 @@ fn resolve_google(config: &Value, diags: &mut Diagnostics) -> GoogleConfig {
             .ok()?
             .project_id
     };
+    let impersonate = text("impersonate_service_account").or_else(|| {
+        let email = env("GOOGLE_IMPERSONATE_SERVICE_ACCOUNT")?;
+        if !is_service_account_email(&email) {
+            diags.error(
+                "Invalid service account",
+                format!("GOOGLE_IMPERSONATE_SERVICE_ACCOUNT is {email:?}, not a service account email such as \"locality@my-project.iam.gserviceaccount.com\"."),
+            );
+            return None;
+        }
+        Some(email)
+    });
     GoogleConfig {
         access_token,
         credentials,
-        impersonate_service_account: text("impersonate_service_account")
-            .or_else(|| env("GOOGLE_IMPERSONATE_SERVICE_ACCOUNT")),
+        impersonate_service_account: impersonate,
         impersonate_service_account_delegates: strings(google.get("impersonate_service_account_delegates")),
         project: text("project")
             .or_else(|| env("GOOGLE_PROJECT"))
