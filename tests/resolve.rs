@@ -280,6 +280,7 @@ fn bad_maps_and_bad_usage() {
     assert_eq!(r.code, 1);
     // Usage errors: exit 2.
     assert_eq!(resolve(&[], &["--map", "x.json", "--zone", "nowhere"]).code, 2);
+    assert_eq!(resolve(&[("LOCALITY_ZONE", "<html>")], &["--map", "x.json"]).code, 2);
     assert_eq!(resolve(&[], &["--map", "ssm:"]).code, 2);
     assert_eq!(resolve(&[], &["--map", "x.json", "--fallback", "no-port"]).code, 2);
     assert_eq!(resolve(&[], &[]).code, 2);
