@@ -62,18 +62,15 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// Opens (and creates, mode 0700) the directory; one of ours that is open to others is
-    /// closed to mode 0700. A directory owned by someone else is not used: nothing is read from
-    /// or written to it.
+    /// Opens (and creates, mode 0700) the directory. A directory owned by someone else, or open
+    /// to others (group or world bits), is not used: nothing is read from or written to it.
     pub fn open(dir: &Path) -> Cache {
         let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
-        let ours =
-            std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && m.uid() == rustix::process::geteuid().as_raw());
-        // Ours but open to others (made beforehand with the umask's mode): closed first.
-        if ours {
-            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        }
-        let usable = ours && std::fs::symlink_metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o077 == 0);
+        // An existing directory is never chmod-ed (`--cache-dir /tmp` run as root must not
+        // close /tmp): one open to others is simply not used.
+        let usable = std::fs::symlink_metadata(dir).is_ok_and(|m| {
+            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.permissions().mode() & 0o077 == 0
+        });
         Cache {
             dir: dir.to_path_buf(),
             usable,
@@ -240,25 +237,22 @@ mod tests {
 
     #[test]
     fn corrupt_future_and_open_entries_are_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = Cache::open(dir.path());
-        assert!(
-            cache.usable(),
-            "{:o}",
-            std::fs::metadata(dir.path()).unwrap().permissions().mode()
-        );
-        std::fs::write(dir.path().join("zone.json"), "{garbage").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("cache");
+        let cache = Cache::open(&dir);
+        assert!(cache.usable());
+        std::fs::write(dir.join("zone.json"), "{garbage").unwrap();
         assert!(cache.zone().is_none());
         // A failure "from the future" (clock skew, a forged entry) is not live.
         std::fs::write(
-            dir.path().join("failure.json"),
+            dir.join("failure.json"),
             format!(r#"{{"at":{},"ttl":60,"reason":"x"}}"#, now() + 3600),
         )
         .unwrap();
-        std::fs::set_permissions(dir.path().join("failure.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::set_permissions(dir.join("failure.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(cache.failure(Duration::from_secs(60)).is_none());
         // A world-writable entry is removed and not believed.
-        let zone = dir.path().join("zone.json");
+        let zone = dir.join("zone.json");
         std::fs::write(
             &zone,
             r#"{"zone":{"name":"ap-northeast-1a","id":null},"source":"imds-v2"}"#,
@@ -267,11 +261,11 @@ mod tests {
         std::fs::set_permissions(&zone, std::fs::Permissions::from_mode(0o666)).unwrap();
         assert!(cache.zone().is_none());
         assert!(!zone.exists());
-        // A directory of ours open to others is closed first.
-        let open = dir.path().join("open");
+        // A directory open to others is not used, and not chmod-ed either.
+        let open = root.path().join("open");
         std::fs::create_dir(&open).unwrap();
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(Cache::open(&open).usable());
-        assert_eq!(std::fs::metadata(&open).unwrap().permissions().mode() & 0o777, 0o700);
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(!Cache::open(&open).usable());
+        assert_eq!(std::fs::metadata(&open).unwrap().permissions().mode() & 0o7777, 0o1777);
     }
 }
