@@ -81,6 +81,8 @@ pub fn is_zone_name(value: &str) -> bool {
         && parts[1..]
             .iter()
             .any(|p| p.bytes().next().is_some_and(|b| b.is_ascii_digit()))
+        // A zone, not its region: `ap-northeast-1a`, or a Wavelength zone's `-wlz-1`.
+        && (value.ends_with(|c: char| c.is_ascii_lowercase()) || value.contains("-wlz-"))
 }
 
 /// Whether `value` is a `host:port` endpoint (`[::1]:6379` for IPv6): a host of letters,

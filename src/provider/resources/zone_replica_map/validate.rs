@@ -45,7 +45,7 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
     if let Some(ids) = config.zone_ids.get() {
         for (name, id) in ids {
             let at = AttributePath::root("zone_ids").key(name);
-            if !locality_resolve::zone::is_zone_name(name) {
+            if !is_zone_name(name) {
                 diags.attribute_error(
                     at.clone(),
                     "Invalid AZ name",
