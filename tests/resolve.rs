@@ -333,18 +333,10 @@ impl Drop for Redis {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn check_pings_real_redis_marks_a_stopped_replica_and_brings_it_back() {
     let dir = tempfile::tempdir().unwrap();
-    let (p, r1, r2) = (free_port(), free_port(), free_port());
+    let (p, r1, r2) = (common::server_port(), common::server_port(), common::server_port());
     let _primary = Redis::start(p, None, dir.path());
     let replica = Redis::start(r1, Some(p), dir.path());
     let _other = Redis::start(r2, Some(p), dir.path());

@@ -20,6 +20,29 @@ pub fn terraform_binary() -> String {
         .unwrap_or_else(|| "terraform".to_string())
 }
 
+/// A loopback port for a server the tests start by number (moto, redis-server), checked free.
+///
+/// Taken below Linux's ephemeral range (32768–60999): a `127.0.0.1:0` listener or a client
+/// socket of a test running alongside can be given any port in that range, including one picked
+/// here in the seconds before the server binds it (moto then exits and the test talks to someone
+/// else's socket, which later vanishes: a CI failure seen once). Ports are handed out in order
+/// within a test binary and start at an offset from the process id, so binaries rarely meet.
+pub fn server_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const FIRST: u16 = 10_000;
+    const SPAN: u16 = 22_000; // 10000..32000, below 32768
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let offset = (std::process::id() % 550) as u16 * 40;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst) % SPAN;
+        let candidate = FIRST + (offset + n) % SPAN;
+        if std::net::TcpListener::bind(("127.0.0.1", candidate)).is_ok() {
+            return candidate;
+        }
+    }
+    panic!("no free loopback port in {FIRST}..{}", FIRST + SPAN)
+}
+
 /// Terraform 1.15.5, for the 1.12+ features (identity, `terraform query`, actions): the path in
 /// `LOCALITY_TERRAFORM_1_15`, which scripts/test installs and sets.
 pub fn terraform_1_15() -> String {

@@ -1,7 +1,6 @@
 //! A moto server (the pinned AWS emulator `scripts/test` installs) on 127.0.0.1, one per test,
 //! plus SDK clients pointed at it with static test credentials.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -33,17 +32,8 @@ impl Moto {
             std::path::Path::new(&server).exists(),
             "moto_server not found at {server}: run scripts/test, which installs moto 5.2.5"
         );
-        // Ports are handed out in order within this test binary (never the same one twice, even
-        // when tests start moto at the same moment) and checked free before use.
-        static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-        let base = 30000 + (std::process::id() % 500) as u16 * 40;
-        let port = loop {
-            let candidate = base + NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if TcpListener::bind(("127.0.0.1", candidate)).is_ok() {
-                break candidate;
-            }
-        };
-        let child = Command::new(&server)
+        let port = super::server_port();
+        let mut child = Command::new(&server)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -53,6 +43,9 @@ impl Moto {
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(started.elapsed() < Duration::from_secs(90), "moto did not start");
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("moto_server on port {port} exited before it listened: {status}");
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
         Moto { endpoint, child }
