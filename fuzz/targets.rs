@@ -94,7 +94,7 @@ fn import(data: &[u8]) {
 fn text(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let _ = locality::provider::cloudflare::canonical_ip(&text);
-    let _ = locality::provider::resources::zone_replica_map::check_endpoint(&text);
+    let _ = locality_resolve::zone::check_endpoint(&text);
     let _ = locality::provider::resources::zone_replica_map::is_zone_name(&text);
     let _ = locality::provider::resources::region_hint::is_zone_id(&text);
     let _ = locality::provider::config::check_base_url(&text);

@@ -405,6 +405,58 @@ fn check_pings_real_redis_marks_a_stopped_replica_and_brings_it_back() {
     assert_eq!(r.json()["route"], "zone", "{}", r.stdout);
     assert_eq!(r.json()["endpoint"], format!("127.0.0.1:{r1}"));
 
+    // Two replicas in the zone (spread_replicas), the one this host tries first is down: the
+    // zone's other replica answers, and the dead one is marked (the library, with a host key
+    // chosen so that the dead one comes first).
+    let dead = format!("127.0.0.1:{}", common::server_port());
+    let live = format!("127.0.0.1:{r2}");
+    let doc = json!({"version": 1, "fallback": format!("127.0.0.1:{p}"), "zones": {ZONE: &live}, "replicas": {ZONE: [&dead, &live]}});
+    let spread_map = dir.path().join("spread.json");
+    std::fs::write(&spread_map, doc.to_string()).unwrap();
+    let zone = locality_resolve::Zone::parse(ZONE).unwrap();
+    let parsed = locality_resolve::ReplicaMap::parse(&doc.to_string()).unwrap();
+    let host_key = (0..64)
+        .map(|i| format!("host-{i}"))
+        .find(|key| parsed.candidates(&zone, key).unwrap()[0] == dead)
+        .expect("some host tries the dead replica first");
+    let mut options = locality_resolve::Options::new(locality_resolve::MapSource::File(spread_map));
+    options.zone_flag = Some(zone);
+    options.cache_dir = Some(dir.path().join("spread-cache"));
+    options.check = true;
+    options.host_key = host_key;
+    let resolution = locality_resolve::resolve(&options).unwrap();
+    assert_eq!(
+        (resolution.route, resolution.endpoint.as_str()),
+        (locality_resolve::Route::Zone, live.as_str())
+    );
+    options.check = false; // no ping: only the mark keeps the dead replica out
+    assert_eq!(locality_resolve::resolve(&options).unwrap().endpoint, live);
+    // Both down: the fallback, naming each failure.
+    let doc = json!({"version": 1, "fallback": format!("127.0.0.1:{p}"), "zones": {ZONE: &dead}, "replicas": {ZONE: [&dead, format!("127.0.0.1:{}", common::server_port())]}});
+    let both_dead = dir.path().join("both-dead.json");
+    std::fs::write(&both_dead, doc.to_string()).unwrap();
+    let both_dead_cache = dir.path().join("both-dead-cache");
+    let r = resolve(
+        &[],
+        &[
+            "--map",
+            both_dead.to_str().unwrap(),
+            "--cache-dir",
+            both_dead_cache.to_str().unwrap(),
+            "--zone",
+            ZONE,
+            "--check",
+            "--format",
+            "json",
+        ],
+    );
+    let reason = r.json()["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.starts_with("every replica of the zone failed the check (")
+            && reason.matches("connection refused").count() == 2,
+        "{reason}"
+    );
+
     // A node that accepts and never answers: the fallback after the check timeout.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let doc = json!({"version": 1, "fallback": format!("127.0.0.1:{p}"), "zones": {ZONE: silent.local_addr().unwrap().to_string()}});

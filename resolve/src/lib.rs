@@ -43,9 +43,9 @@ pub struct Options {
     pub cache_dir: Option<PathBuf>,
     /// How long a failed detection is remembered.
     pub failure_ttl: Duration,
-    /// `PING` the chosen node first.
+    /// `PING` the chosen node first; when it fails, the zone's next healthy replica.
     pub check: bool,
-    /// How long the check may take.
+    /// How long the check of one node may take.
     pub check_timeout: Duration,
     /// TLS for the check.
     pub tls: bool,
@@ -218,19 +218,37 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
             ),
         ));
     };
-    if options.check {
-        if let Err(problem) = check::ping(chosen, options.check_timeout, options.tls) {
-            if let Some(cache) = &cache {
-                cache.mark_unhealthy(chosen, options.unhealthy_ttl);
+    let chosen = if options.check {
+        // The zone's healthy replicas in this host's order, each within the check timeout: a
+        // zone with one dead replica of two still reads in the zone.
+        let mut failures = Vec::new();
+        let alive = healthy.iter().find(
+            |endpoint| match check::ping(endpoint, options.check_timeout, options.tls) {
+                Ok(()) => true,
+                Err(problem) => {
+                    if let Some(cache) = &cache {
+                        cache.mark_unhealthy(endpoint, options.unhealthy_ttl);
+                    }
+                    failures.push(format!("{endpoint} failed the check: {problem}"));
+                    false
+                }
+            },
+        );
+        match alive {
+            Some(endpoint) => *endpoint,
+            None => {
+                let reason = match failures.as_slice() {
+                    [one] => format!("the zone's replica {one}"),
+                    many => format!("every replica of the zone failed the check ({})", many.join("; ")),
+                };
+                return Ok(fallback_route(map.fallback.clone(), reason));
             }
-            return Ok(fallback_route(
-                map.fallback.clone(),
-                format!("the zone's replica {chosen} failed the check: {problem}"),
-            ));
         }
-    }
+    } else {
+        *chosen
+    };
     Ok(Resolution {
-        endpoint: (*chosen).clone(),
+        endpoint: chosen.clone(),
         route: Route::Zone,
         zone: zone_known.name,
         zone_id: zone_known.id,

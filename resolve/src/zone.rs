@@ -85,26 +85,61 @@ pub fn is_zone_name(value: &str) -> bool {
         && (value.ends_with(|c: char| c.is_ascii_lowercase()) || value.contains("-wlz-"))
 }
 
-/// Whether `value` is a `host:port` endpoint (`[::1]:6379` for IPv6): a host of letters,
-/// digits, dots, hyphens and underscores, and a port from 1 to 65535.
-pub fn is_endpoint(value: &str) -> bool {
-    let Some((host, port)) = value.rsplit_once(':') else {
-        return false;
+/// Checks a `host:port` endpoint: a DNS name (labels of letters, digits, hyphens and
+/// underscores, as Docker and some DNS records use), an IPv4 address, or an IPv6 address in
+/// brackets (`[2001:db8::1]:6379`); a port from 1 to 65535. One rule for both sides: the
+/// provider checks what it publishes with it, and `locality resolve` what it reads, so a map
+/// the provider wrote is never refused by its reader.
+///
+/// # Errors
+/// One sentence saying what is wrong and what is allowed.
+pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
+    let allowed = "expected host:port, e.g. \"node-001.example.cache.amazonaws.com:6379\" or \"[2001:db8::1]:6379\"";
+    let Some((host, port)) = endpoint.rsplit_once(':') else {
+        return Err(format!("{endpoint:?} has no port; {allowed}."));
     };
-    let port_ok = !port.is_empty()
-        && port.len() <= 5
-        && port.bytes().all(|b| b.is_ascii_digit())
-        && port.parse::<u32>().is_ok_and(|p| (1..=65_535).contains(&p));
-    let host_ok = if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        inner.parse::<std::net::Ipv6Addr>().is_ok()
+    let port_ok = port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok_and(|p| p > 0);
+    if !port_ok {
+        return Err(format!(
+            "{endpoint:?} has port {port:?}; the port must be a number from 1 to 65535."
+        ));
+    }
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return inner
+            .parse::<std::net::Ipv6Addr>()
+            .map(|_| ())
+            .map_err(|_| format!("{endpoint:?}: {inner:?} is not an IPv6 address."));
+    }
+    if host.contains(':') {
+        return Err(format!("{endpoint:?}: write an IPv6 host in brackets; {allowed}."));
+    }
+    if host.parse::<std::net::Ipv4Addr>().is_ok() || is_dns_name(host) {
+        Ok(())
     } else {
-        !host.is_empty()
-            && host.len() <= 253
-            && host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
-    };
-    port_ok && host_ok
+        Err(format!("{endpoint:?}: {host:?} is not a valid host name; {allowed}."))
+    }
+}
+
+/// Whether `value` passes [`check_endpoint`].
+pub fn is_endpoint(value: &str) -> bool {
+    check_endpoint(value).is_ok()
+}
+
+fn is_dns_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        // An all-numeric dotted name is a malformed IPv4 address, not a host name.
+        && !host.split('.').all(|l| l.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -154,6 +189,10 @@ mod tests {
             "10.0.0.1:6379",
             "[::1]:6380",
             "a_b.cache.amazonaws.com:1",
+            "node-001.abc.apne1.cache.amazonaws.com:6379",
+            "[2001:db8::1]:6379",
+            "localhost:1",
+            "trailing.dot.example.:6379",
         ] {
             assert!(is_endpoint(ok), "{ok}");
         }
@@ -167,6 +206,14 @@ mod tests {
             "ho st:1",
             "[nope]:1",
             "h\u{e9}:1",
+            "node:0",
+            "node:70000",
+            "node:+1",
+            "2001:db8::1:6379",
+            "-bad-.example:1",
+            "999.1.1.1:1",
+            "[zz]:1",
+            "a..b:1",
         ] {
             assert!(!is_endpoint(bad), "{bad}");
         }

@@ -113,11 +113,11 @@ struct ResolveArgs {
     /// How long a failed detection is cached (seconds); never longer.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     failure_ttl: u64,
-    /// Connect to the chosen replica and PING it first; on failure use the fallback and mark
-    /// the replica unhealthy.
+    /// Connect to the chosen replica and PING it first; a replica that fails is marked
+    /// unhealthy, and the zone's next replica (with spread replicas) or else the fallback is used.
     #[arg(long)]
     check: bool,
-    /// How long the check may take, e.g. 300ms.
+    /// How long the check of one replica may take, e.g. 300ms.
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     check_timeout: std::time::Duration,
     /// TLS before the PING (ElastiCache in-transit encryption), trusting the system's CAs and
@@ -155,11 +155,7 @@ fn parse_duration(value: &str) -> Result<std::time::Duration, String> {
 }
 
 fn parse_endpoint(value: &str) -> Result<String, String> {
-    if locality_resolve::zone::is_endpoint(value) {
-        Ok(value.to_string())
-    } else {
-        Err(format!("{value:?} is not host:port"))
-    }
+    locality_resolve::zone::check_endpoint(value).map(|()| value.to_string())
 }
 
 fn resolve(args: ResolveArgs) -> ExitCode {

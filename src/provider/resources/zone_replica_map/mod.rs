@@ -23,7 +23,7 @@ pub use model::{FileModel, MemberModel, SecretsManagerModel, SsmParameterModel, 
 pub use replica_map::{parse_document, Member, ReplicaMap, Role, Topology};
 pub use schema::{identity_schema, schema};
 pub use target::{PublishError, Target};
-pub use validate::{check_endpoint, is_zone_name};
+pub use validate::is_zone_name;
 
 use self::model::{blocks, strings};
 use self::target::KNOWN_KINDS;

@@ -3,9 +3,9 @@
 //! once known).
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
+use locality_resolve::zone::check_endpoint;
 use regex::Regex;
 
 use super::model::{blocks, ZoneReplicaMapModel};
@@ -227,83 +227,9 @@ pub fn is_zone_name(zone: &str) -> bool {
         .is_match(zone)
 }
 
-/// Checks `host:port`: a DNS name, an IPv4 address, or a bracketed IPv6 address, and a port
-/// in 1..=65535.
-///
-/// # Errors
-/// A sentence saying what is wrong and what is allowed.
-pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
-    let allowed = "expected host:port, e.g. \"node-001.example.cache.amazonaws.com:6379\" or \"[2001:db8::1]:6379\"";
-    let Some((host, port)) = endpoint.rsplit_once(':') else {
-        return Err(format!("{endpoint:?} has no port; {allowed}."));
-    };
-    match port.parse::<u16>() {
-        Ok(p) if p > 0 => {}
-        _ => {
-            return Err(format!(
-                "{endpoint:?} has port {port:?}; the port must be a number from 1 to 65535."
-            ))
-        }
-    }
-    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return inner
-            .parse::<Ipv6Addr>()
-            .map(|_| ())
-            .map_err(|_| format!("{endpoint:?}: {inner:?} is not an IPv6 address."));
-    }
-    if host.contains(':') {
-        return Err(format!("{endpoint:?}: write an IPv6 host in brackets; {allowed}."));
-    }
-    if host.parse::<Ipv4Addr>().is_ok() || is_dns_name(host) {
-        Ok(())
-    } else {
-        Err(format!("{endpoint:?}: {host:?} is not a valid host name; {allowed}."))
-    }
-}
-
-fn is_dns_name(host: &str) -> bool {
-    let host = host.strip_suffix('.').unwrap_or(host);
-    !host.is_empty()
-        && host.len() <= 253
-        && host.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        })
-        // An all-numeric dotted name is a malformed IPv4 address, not a host name.
-        && !host.split('.').all(|l| l.bytes().all(|b| b.is_ascii_digit()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn endpoints() {
-        for ok in [
-            "node-001.abc.apne1.cache.amazonaws.com:6379",
-            "10.0.0.1:6379",
-            "[2001:db8::1]:6379",
-            "localhost:1",
-        ] {
-            assert!(check_endpoint(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "node:0",
-            "node:70000",
-            "node",
-            "2001:db8::1:6379",
-            "-bad-.example:1",
-            "999.1.1.1:1",
-            "[zz]:1",
-            ":6379",
-            "a b:1",
-        ] {
-            assert!(check_endpoint(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn zones() {
