@@ -229,7 +229,7 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
                     if let Some(cache) = &cache {
                         cache.mark_unhealthy(endpoint, options.unhealthy_ttl);
                     }
-                    failures.push(format!("{endpoint} failed the check: {problem}"));
+                    failures.push((endpoint.as_str(), problem));
                     false
                 }
             },
@@ -238,8 +238,14 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
             Some(endpoint) => *endpoint,
             None => {
                 let reason = match failures.as_slice() {
-                    [one] => format!("the zone's replica {one}"),
-                    many => format!("every replica of the zone failed the check ({})", many.join("; ")),
+                    [(endpoint, problem)] => format!("the zone's replica {endpoint} failed the check: {problem}"),
+                    many => format!(
+                        "every replica of the zone failed the check ({})",
+                        many.iter()
+                            .map(|(e, p)| format!("{e}: {p}"))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
                 };
                 return Ok(fallback_route(map.fallback.clone(), reason));
             }
