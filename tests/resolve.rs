@@ -347,30 +347,24 @@ fn check_pings_real_redis_marks_a_stopped_replica_and_brings_it_back() {
     });
     let map = write_map(dir.path(), &doc);
     let cache = dir.path().join("cache");
-    let args = |extra: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = [
+    // `resolve --zone ZONE --check --format json` of a map, with a cache directory.
+    let check = |map: &Path, cache: &Path, extra: &[&str]| {
+        let (map, cache) = (map.to_str().unwrap(), cache.to_str().unwrap());
+        let mut args = vec![
             "--map",
-            map.to_str().unwrap(),
+            map,
             "--cache-dir",
-            cache.to_str().unwrap(),
+            cache,
             "--zone",
             ZONE,
             "--check",
             "--format",
             "json",
-            "--unhealthy-ttl",
-            "2",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        v.extend(extra.iter().map(|s| s.to_string()));
-        v
+        ];
+        args.extend_from_slice(extra);
+        resolve(&[], &args)
     };
-    let run = |extra: &[&str]| {
-        let a = args(extra);
-        resolve(&[], &a.iter().map(String::as_str).collect::<Vec<_>>())
-    };
+    let run = |extra: &[&str]| check(&map, &cache, &[&["--unhealthy-ttl", "2"], extra].concat());
     // Healthy: the same-AZ replica.
     let r = run(&[]);
     assert_eq!(r.json()["endpoint"], format!("127.0.0.1:{r1}"), "{}", r.stderr);
@@ -436,20 +430,7 @@ fn check_pings_real_redis_marks_a_stopped_replica_and_brings_it_back() {
     let both_dead = dir.path().join("both-dead.json");
     std::fs::write(&both_dead, doc.to_string()).unwrap();
     let both_dead_cache = dir.path().join("both-dead-cache");
-    let r = resolve(
-        &[],
-        &[
-            "--map",
-            both_dead.to_str().unwrap(),
-            "--cache-dir",
-            both_dead_cache.to_str().unwrap(),
-            "--zone",
-            ZONE,
-            "--check",
-            "--format",
-            "json",
-        ],
-    );
+    let r = check(&both_dead, &both_dead_cache, &[]);
     let reason = r.json()["reason"].as_str().unwrap().to_string();
     assert!(
         reason.starts_with("every replica of the zone failed the check (")
@@ -463,22 +444,7 @@ fn check_pings_real_redis_marks_a_stopped_replica_and_brings_it_back() {
     let silent_map = dir.path().join("silent.json");
     std::fs::write(&silent_map, doc.to_string()).unwrap();
     let started = Instant::now();
-    let r = resolve(
-        &[],
-        &[
-            "--map",
-            silent_map.to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--zone",
-            ZONE,
-            "--check",
-            "--check-timeout",
-            "200ms",
-            "--format",
-            "json",
-        ],
-    );
+    let r = check(&silent_map, &cache, &["--check-timeout", "200ms"]);
     assert!(r.json()["reason"].as_str().unwrap().contains("200 ms"), "{}", r.stdout);
     assert!(started.elapsed() < Duration::from_millis(1200));
 }
