@@ -166,16 +166,19 @@ fn resolve(args: ResolveArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut options = locality_resolve::Options::new(map);
+    // The library ignores an unusable LOCALITY_ZONE; for the CLI it is a usage error, like --zone.
     if let Ok(value) = std::env::var("LOCALITY_ZONE") {
-        if !value.trim().is_empty() && locality_resolve::Zone::parse(&value).is_none() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: LOCALITY_ZONE: {value:?} is neither an AZ name (ap-northeast-1a) nor an AZ ID (apne1-az4)"
-            );
-            return ExitCode::from(2);
+        if !value.trim().is_empty() {
+            match parse_zone(&value) {
+                Ok(zone) => options.zone_env = Some(zone),
+                Err(problem) => {
+                    let _ = writeln!(std::io::stderr(), "error: LOCALITY_ZONE: {problem}");
+                    return ExitCode::from(2);
+                }
+            }
         }
     }
-    let mut options = locality_resolve::Options::new(map);
     options.zone_flag = args.zone;
     options.budget.total = args.timeout;
     options.budget.request = options.budget.request.min(args.timeout);

@@ -318,13 +318,11 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
     let google = config.get("google");
     let google_at = |attr: &str| AttributePath::root("google").attr(attr);
     if let Some(email) = google.get("impersonate_service_account").as_str() {
-        if !is_service_account_email(email) {
+        if let Err(problem) = check_service_account_email(email) {
             diags.attribute_error(
                 google_at("impersonate_service_account"),
                 "Invalid service account",
-                format!(
-                    "{email:?} is not a service account email such as \"locality@my-project.iam.gserviceaccount.com\"."
-                ),
+                problem,
             );
         }
     }
@@ -334,11 +332,11 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
         .iter()
         .filter_map(Value::as_str)
     {
-        if !is_service_account_email(email) {
+        if let Err(problem) = check_service_account_email(email) {
             diags.attribute_error(
                 google_at("impersonate_service_account_delegates"),
                 "Invalid service account",
-                format!("{email:?} is not a service account email such as \"ci@my-project.iam.gserviceaccount.com\"."),
+                problem,
             );
         }
     }
@@ -460,10 +458,10 @@ fn resolve_google(config: &Value, diags: &mut Diagnostics) -> GoogleConfig {
     };
     let impersonate = text("impersonate_service_account").or_else(|| {
         let email = env("GOOGLE_IMPERSONATE_SERVICE_ACCOUNT")?;
-        if !is_service_account_email(&email) {
+        if let Err(problem) = check_service_account_email(&email) {
             diags.error(
                 "Invalid service account",
-                format!("GOOGLE_IMPERSONATE_SERVICE_ACCOUNT is {email:?}, not a service account email such as \"locality@my-project.iam.gserviceaccount.com\"."),
+                format!("GOOGLE_IMPERSONATE_SERVICE_ACCOUNT: {problem}"),
             );
             return None;
         }
@@ -516,18 +514,25 @@ fn load_credentials(
     Ok((Secret::new(content), origin, info))
 }
 
-/// Whether `email` looks like a service account email (`name@project.iam.gserviceaccount.com`,
+/// Checks that `email` looks like a service account email (`name@project.iam.gserviceaccount.com`,
 /// or any `name@domain` — default service accounts have other domains).
-pub fn is_service_account_email(email: &str) -> bool {
-    match email.split_once('@') {
-        Some((name, domain)) => {
-            !name.is_empty()
-                && domain.contains('.')
-                && !email.contains(char::is_whitespace)
-                && !email.contains('/')
-                && email.len() <= 254
-        }
-        None => false,
+///
+/// # Errors
+/// A sentence naming the value and showing the expected form.
+pub fn check_service_account_email(email: &str) -> Result<(), String> {
+    let looks_right = email.split_once('@').is_some_and(|(name, domain)| {
+        !name.is_empty()
+            && domain.contains('.')
+            && !email.contains(char::is_whitespace)
+            && !email.contains('/')
+            && email.len() <= 254
+    });
+    if looks_right {
+        Ok(())
+    } else {
+        Err(format!(
+            "{email:?} is not a service account email such as \"locality@my-project.iam.gserviceaccount.com\"."
+        ))
     }
 }
 
