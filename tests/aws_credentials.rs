@@ -311,3 +311,83 @@ async fn aws_requests_name_the_provider_and_terraform() {
         "{wanted} in {agents:?}"
     );
 }
+
+/// The commonest laptop setting: a profile in `~/.aws/config` and `~/.aws/credentials`, named in
+/// the block and nowhere else (no `shared_config_files`), then the same through `AWS_PROFILE`,
+/// through `AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE`, and `~` in the block's paths. A
+/// missing profile is an error on `profile` listing the profiles found, not a crash. (Before
+/// the fix, ConfigureProvider panicked on the first plan and Terraform printed "Request
+/// cancelled".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_from_the_files_a_laptop_keeps_in_home() {
+    let moto = Moto::start();
+    tokio::task::spawn_blocking(move || {
+        let mut tf = terraform(&moto);
+        let home = tf.path("home");
+        std::fs::create_dir_all(home.join(".aws")).unwrap();
+        std::fs::write(
+            home.join(".aws/credentials"),
+            "[default]\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = default-secret\n\n[dev]\naws_access_key_id = AKIDDEV\naws_secret_access_key = dev-secret\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.join(".aws/config"),
+            "[default]\nregion = ap-northeast-1\n\n[profile dev]\nregion = ap-northeast-1\n\n[profile ops]\nrole_arn = arn:aws:iam::444444444444:role/ops\nsource_profile = dev\n",
+        )
+        .unwrap();
+
+        // `profile = "dev"` and nothing else: the apply goes through dev's keys.
+        tf.write("main.tf", &config(&moto, "    profile             = \"dev\"\n    allowed_account_ids = [\"123456789012\"]\n"));
+        let out = tf.ok(&["apply", "-auto-approve"]);
+        assert!(!out.contains("Request cancelled") && !out.contains("panic"), "{out}");
+        tf.assert_no_changes();
+
+        // A role profile of ~/.aws/config: the role's account.
+        tf.write("main.tf", &config(&moto, "    profile             = \"ops\"\n    allowed_account_ids = [\"444444444444\"]\n"));
+        tf.ok(&["plan"]);
+
+        // A profile that is in neither file: one error on `profile`, listing what is there.
+        tf.write("main.tf", &config(&moto, "    profile = \"prod\"\n"));
+        let out = flat(&tf.fails(&["plan"]));
+        assert!(
+            out.contains("Profile \"prod\" is not in the shared config or credentials files")
+                && out.contains("profiles there: default, dev, ops")
+                && !out.contains("Request cancelled"),
+            "{out}"
+        );
+
+        // AWS_PROFILE, with no profile in the block.
+        tf.env("AWS_PROFILE", "ops");
+        tf.write("main.tf", &config(&moto, "    allowed_account_ids = [\"444444444444\"]\n"));
+        tf.ok(&["plan"]);
+        tf.env_remove("AWS_PROFILE");
+
+        // AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE point elsewhere: those files count.
+        tf.write("elsewhere/config", "[profile ci]\nregion = ap-northeast-1\n");
+        tf.write(
+            "elsewhere/credentials",
+            "[ci]\naws_access_key_id = AKIDCI\naws_secret_access_key = ci-secret\n",
+        );
+        tf.env("AWS_CONFIG_FILE", tf.path("elsewhere/config").to_str().unwrap());
+        tf.env("AWS_SHARED_CREDENTIALS_FILE", tf.path("elsewhere/credentials").to_str().unwrap());
+        tf.write("main.tf", &config(&moto, "    profile             = \"ci\"\n    allowed_account_ids = [\"123456789012\"]\n"));
+        tf.ok(&["plan"]);
+        tf.write("main.tf", &config(&moto, "    profile = \"dev\"\n"));
+        let out = flat(&tf.fails(&["plan"]));
+        assert!(out.contains("profiles there: ci"), "{out}");
+        tf.env_remove("AWS_CONFIG_FILE");
+        tf.env_remove("AWS_SHARED_CREDENTIALS_FILE");
+
+        // `~` in the block's paths is the HOME Terraform runs with.
+        tf.write(
+            "main.tf",
+            &config(
+                &moto,
+                "    profile                  = \"dev\"\n    shared_config_files      = [\"~/.aws/config\"]\n    shared_credentials_files = [\"~/.aws/credentials\"]\n    allowed_account_ids      = [\"123456789012\"]\n",
+            ),
+        );
+        tf.ok(&["plan"]);
+    })
+    .await
+    .unwrap();
+}

@@ -151,11 +151,13 @@ impl AwsSettings {
         let mut builder = EnvConfigFiles::builder()
             .include_default_config_file(self.shared_config_files.is_empty())
             .include_default_credentials_file(self.shared_credentials_files.is_empty());
+        // (The SDK expands `~` only in its default paths: a file named here is expanded first,
+        // so `~/.aws/config`, as the AWS provider's docs write it, works.)
         for file in &self.shared_config_files {
-            builder = builder.with_file(EnvConfigFileKind::Config, file);
+            builder = builder.with_file(EnvConfigFileKind::Config, expand_home(file));
         }
         for file in &self.shared_credentials_files {
-            builder = builder.with_file(EnvConfigFileKind::Credentials, file);
+            builder = builder.with_file(EnvConfigFileKind::Credentials, expand_home(file));
         }
         Some(builder.build())
     }
@@ -184,9 +186,10 @@ impl AwsSettings {
         if !problems.is_empty() {
             return problems;
         }
-        let files = self
-            .profile_files()
-            .unwrap_or_else(|| aws_runtime::env_config::file::EnvConfigFiles::builder().build());
+        // Without files named in the block: the SDK's defaults (`~/.aws/config`,
+        // `~/.aws/credentials`, or AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE), as the loader
+        // reads them. (An empty builder panics: it must name at least one file.)
+        let files = self.profile_files().unwrap_or_default();
         let fs = aws_types::os_shim_internal::Fs::real();
         let env = aws_types::os_shim_internal::Env::real();
         match aws_config::profile::load(&fs, &env, &files, None).await {
