@@ -95,6 +95,8 @@ impl DynamicResource<()> for Probe {
         }
     }
     async fn modify_plan(&self, _: &Context<()>, req: PlanRequest<'_>, planned: &mut Value, _: &mut Diagnostics) {
+        // A provider bug at plan time (see a_panic_is_a_diagnostic_and_the_provider_keeps_serving).
+        assert!(req.config.get("big").as_str() != Some("panic-at-plan"), "probe bug at plan time");
         if !req.config.get("number").is_unknown() {
             planned.set("echo_number", req.config.get("number").clone());
         }
@@ -108,6 +110,10 @@ impl DynamicResource<()> for Probe {
             std::future::pending::<()>().await;
         }
         let _ = &ctx.stop;
+        if planned.get("big").as_str() == Some("panic-at-apply") {
+            let index: usize = "12".parse().unwrap();
+            let _ = &"é"[..index.min(1)]; // a char-boundary slice: a typical bug
+        }
         let mut state = planned.clone();
         state.set("id", "probe".into());
         Some(state)
@@ -247,6 +253,47 @@ async fn terraform_round_trips_every_value_and_schema_shape() {
     .await
     .unwrap();
     drop(tf);
+}
+
+/// A panic inside an RPC is an error diagnostic on that RPC, never "Request cancelled", and the
+/// same provider process serves the next plan and apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_is_a_diagnostic_and_the_provider_keeps_serving() {
+    let (addr, _stop) = start_server().await;
+    let mut tf = common::Terraform::with_empty_cli_config();
+    tf.env("TF_REATTACH_PROVIDERS", &reattach(addr));
+    let config = |big: &str| {
+        format!(
+            "{}resource \"locality_probe\" \"p\" {{\n  big = \"{big}\"\n}}\n",
+            common::PREAMBLE
+        )
+    };
+    tokio::task::spawn_blocking(move || {
+        for (big, rpc) in [("panic-at-plan", "plan_resource_change"), ("panic-at-apply", "apply_resource_change")] {
+            tf.write("main.tf", &config(big));
+            let out = tf.fails(&["apply", "-auto-approve"]);
+            let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                out.contains("Internal error in the provider")
+                    && out.contains(&format!("internal error in the provider during {rpc}"))
+                    && out.contains("please report it with TF_LOG=debug output")
+                    && !out.contains("Request cancelled")
+                    && !out.contains("connection"),
+                "{out}"
+            );
+            if big == "panic-at-plan" {
+                assert!(out.contains("probe bug at plan time"), "{out}");
+            } else {
+                assert!(out.contains("byte index 1 is not a char boundary"), "{out}");
+            }
+        }
+        // The same process still serves: a plan, an apply, an empty plan.
+        tf.write("main.tf", &config("fine"));
+        tf.ok(&["apply", "-auto-approve"]);
+        tf.assert_no_changes();
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@
 pub mod action;
 mod convert;
 pub mod diagnostics;
+mod guard;
 pub mod identity;
 pub mod list;
 pub mod logging;

@@ -8,12 +8,14 @@ use std::future::Future;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use super::action::{DynamicAction, Progress};
 use super::convert::{decode_dynamic, diagnostics_to_pb, encode_dynamic, path_to_pb, schema_to_pb};
 use super::diagnostics::{Diagnostic, Diagnostics};
+use super::guard::{action_completed, panic_diagnostic, PanicGuard};
 use super::identity::IdentitySchema;
 use super::list::DynamicListResource;
 use super::plan::{finish_plan, initial_plan, keep_equivalent, replace_paths, Equivalence};
@@ -125,9 +127,10 @@ impl<P: Provider> ProviderService<P> {
 
     /// The tonic server for this service, with message limits raised to 256 MiB each way
     /// (tonic's default of 4 MiB is too small for large states).
-    pub(crate) fn into_server(self) -> pb::provider_server::ProviderServer<Self> {
+    /// Every RPC is behind [`PanicGuard`]: a panic is a diagnostic, never a cancelled request.
+    pub(crate) fn into_server(self) -> pb::provider_server::ProviderServer<PanicGuard<Self>> {
         const LIMIT: usize = 256 << 20;
-        pb::provider_server::ProviderServer::new(self)
+        pb::provider_server::ProviderServer::new(PanicGuard(self))
             .max_decoding_message_size(LIMIT)
             .max_encoding_message_size(LIMIT)
     }
@@ -1049,16 +1052,23 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 }
             });
             let mut diags = Diagnostics::default();
-            service
-                .stoppable(&mut diags, APPLY_GRACE, async {
-                    let progress = Progress::new(progress_tx);
-                    let mut d = Diagnostics::default();
-                    action.invoke(&ctx, &config, &progress, &mut d).await;
-                    ((), d)
-                })
-                .await;
+            let run = service.stoppable(&mut diags, APPLY_GRACE, async {
+                let progress = Progress::new(progress_tx);
+                let mut d = Diagnostics::default();
+                action.invoke(&ctx, &config, &progress, &mut d).await;
+                ((), d)
+            });
+            // A panic in the action is its completion with an error, as in every other RPC.
+            let panicked = std::panic::AssertUnwindSafe(run).catch_unwind().await.err();
             let _ = forwarder.await;
-            let _ = events.send(completed(&diags));
+            let _ = events.send(match panicked {
+                None => completed(&diags),
+                Some(payload) => {
+                    let mut all = diagnostics_to_pb(&diags);
+                    all.push(panic_diagnostic("invoke_action", payload.as_ref()));
+                    Ok(action_completed(all))
+                }
+            });
         });
         Ok(Response::new(Box::pin(
             tokio_stream::wrappers::UnboundedReceiverStream::new(stream),
