@@ -11,6 +11,8 @@
 //! println!("read from {}", resolution.endpoint);
 //! ```
 
+#[cfg(feature = "aws")]
+pub mod aws_error;
 pub mod cache;
 pub mod check;
 pub mod detect;
@@ -120,6 +122,11 @@ pub struct Resolution {
     /// Metadata requests this resolution made.
     #[serde(skip)]
     pub metadata_requests: u32,
+    /// What went wrong on the way without changing the route (a replica of the zone that
+    /// failed the check while another answered, a cache directory that cannot be used): one
+    /// line each for stderr.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl Resolution {
@@ -129,7 +136,9 @@ impl Resolution {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// The `--format env` lines, shell-quoted, for `eval`.
+    /// The `--format env` lines for `eval`: `export NAME='value'`, single-quoted (POSIX: sh,
+    /// dash, bash, busybox ash), so the variables reach the process an entrypoint `exec`s and
+    /// a value with quotes or spaces stays one value.
     pub fn to_env(&self) -> String {
         let (host, port) = split_endpoint(&self.endpoint);
         let route = match self.route {
@@ -145,7 +154,7 @@ impl Resolution {
             ("LOCALITY_ROUTE", route),
         ]
         .iter()
-        .map(|(k, v)| format!("{k}={}\n", shell_quote(v)))
+        .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
         .collect()
     }
 }
@@ -177,7 +186,15 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         .read(options.map_timeout)
         .and_then(|text| ReplicaMap::parse(&text).map_err(|e| e.to_string()));
     let (zone, source, zone_failure, requests) = find_zone(options);
-    let fallback_route = |endpoint: String, reason: String| Resolution {
+    let mut notes = Vec::new();
+    let cache = options.cache_dir.as_deref().map(cache::Cache::open);
+    if let (Some(dir), Some(false)) = (&options.cache_dir, cache.as_ref().map(cache::Cache::usable)) {
+        notes.push(format!(
+            "the cache directory {} is not used (it must be a directory of this user's, closed to others); every run detects anew",
+            dir.display()
+        ));
+    }
+    let fallback_route = |endpoint: String, reason: String, notes: Vec<String>| Resolution {
         endpoint,
         route: Route::Fallback,
         zone: zone.as_ref().and_then(|z| z.name.clone()),
@@ -185,25 +202,25 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         zone_source: source,
         reason: Some(reason),
         metadata_requests: requests,
+        notes,
     };
     let map = match map {
         Ok(map) => map,
         Err(problem) => {
             let reason = format!("the map could not be read: {problem}");
             return match &options.fallback {
-                Some(endpoint) => Ok(fallback_route(endpoint.clone(), reason)),
+                Some(endpoint) => Ok(fallback_route(endpoint.clone(), reason, notes)),
                 None => Err(Unresolvable(format!("{reason}, and no --fallback was given"))),
             };
         }
     };
     let Some(zone_known) = zone.clone() else {
-        return Ok(fallback_route(map.fallback.clone(), zone_failure.unwrap_or_default()));
+        return Ok(fallback_route(map.fallback.clone(), zone_failure.unwrap_or_default(), notes));
     };
     let candidates = match map.candidates(&zone_known, &options.host_key) {
         Ok(list) => list,
-        Err(reason) => return Ok(fallback_route(map.fallback.clone(), reason)),
+        Err(reason) => return Ok(fallback_route(map.fallback.clone(), reason, notes)),
     };
-    let cache = options.cache_dir.as_deref().map(cache::Cache::open);
     let healthy: Vec<&String> = candidates
         .iter()
         .filter(|e| !cache.as_ref().is_some_and(|c| c.is_unhealthy(e, options.unhealthy_ttl)))
@@ -216,6 +233,7 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
                 describe_list(&candidates),
                 options.unhealthy_ttl.as_secs()
             ),
+            notes,
         ));
     };
     let chosen = if options.check {
@@ -235,7 +253,16 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
             },
         );
         match alive {
-            Some(endpoint) => *endpoint,
+            Some(endpoint) => {
+                // The route is the zone's, but a sibling failed: say so, once each.
+                for (failed, problem) in &failures {
+                    notes.push(format!(
+                        "the zone's replica {failed} failed the check ({problem}), marked unhealthy for {} s; reading from {endpoint}",
+                        options.unhealthy_ttl.as_secs()
+                    ));
+                }
+                *endpoint
+            }
             None => {
                 let reason = match failures.as_slice() {
                     [(endpoint, problem)] => format!("the zone's replica {endpoint} failed the check: {problem}"),
@@ -247,7 +274,7 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
                             .join("; ")
                     ),
                 };
-                return Ok(fallback_route(map.fallback.clone(), reason));
+                return Ok(fallback_route(map.fallback.clone(), reason, notes));
             }
         }
     } else {
@@ -261,6 +288,7 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         zone_source: source,
         reason: None,
         metadata_requests: requests,
+        notes,
     })
 }
 
@@ -333,10 +361,11 @@ mod tests {
             zone_source: Some(ZoneSource::Flag),
             reason: None,
             metadata_requests: 0,
+            notes: Vec::new(),
         };
         let env = r.to_env();
         assert!(
-            env.contains("LOCALITY_READ_HOST='::1'\n") && env.contains("LOCALITY_READ_PORT='6379'\n"),
+            env.contains("export LOCALITY_READ_HOST='::1'\n") && env.contains("export LOCALITY_READ_PORT='6379'\n"),
             "{env}"
         );
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
@@ -369,6 +398,9 @@ pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err:
                 Format::Env => resolution.to_env(),
                 Format::Json => format!("{}\n", resolution.to_json()),
             };
+            for note in &resolution.notes {
+                let _ = writeln!(err, "locality resolve: {note}");
+            }
             if let Some(reason) = &resolution.reason {
                 let _ = writeln!(
                     err,

@@ -61,6 +61,21 @@ impl MapSource {
         if value.is_empty() {
             return Err(empty());
         }
+        // `s3://bucket/map.json`, `https://…`: a scheme this command does not read is a usage
+        // error, not a file of that name. (A single letter is a Windows drive, `C:\map.json`; a
+        // file whose name has a colon is written `./name:x`.)
+        if let Some((scheme, _)) = value.split_once(':') {
+            let looks_like_scheme = scheme.len() > 1
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if looks_like_scheme {
+                return Err(format!(
+                    "{scheme:?} is not a map source this command reads; the sources are: a file path, ssm:<name>, secretsmanager:<id> and secretsmanager:<id>#<key> (a file whose name has a colon: ./{value})"
+                ));
+            }
+        }
         Ok(MapSource::File(PathBuf::from(value)))
     }
 
@@ -134,26 +149,19 @@ mod aws {
         })
     }
 
-    fn sdk_error<E: std::error::Error + 'static>(e: &aws_sdk_ssm::error::SdkError<E>) -> String {
-        use aws_sdk_ssm::error::SdkError;
-        match e {
-            SdkError::ServiceError(service) => {
-                let mut text = service.err().to_string();
-                text.truncate(200);
-                text
-            }
-            SdkError::TimeoutError(_) => "timed out".into(),
-            SdkError::DispatchFailure(_) => "could not connect".into(),
-            other => {
-                let mut text = other.to_string();
-                text.truncate(200);
-                text
+    async fn fetch(source: &MapSource) -> Result<String, String> {
+        use crate::aws_error::{chain, describe, NO_REGION};
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        // Said before any request, as the provider says them (no request could be sent).
+        if config.region().is_none() {
+            return Err(NO_REGION.to_string());
+        }
+        if let Some(credentials) = config.credentials_provider() {
+            use aws_credential_types::provider::ProvideCredentials as _;
+            if let Err(e) = credentials.provide_credentials().await {
+                return Err(chain(&e));
             }
         }
-    }
-
-    async fn fetch(source: &MapSource) -> Result<String, String> {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         match source {
             MapSource::Ssm(name) => {
                 let client = aws_sdk_ssm::Client::new(&config);
@@ -163,7 +171,7 @@ mod aws {
                     .with_decryption(true)
                     .send()
                     .await
-                    .map_err(|e| format!("SSM parameter {name}: {}", sdk_error(&e)))?;
+                    .map_err(|e| describe(&format!("ssm:GetParameter of {name:?}"), &e))?;
                 out.parameter
                     .and_then(|p| p.value)
                     .ok_or_else(|| format!("SSM parameter {name} has no value"))
@@ -175,7 +183,7 @@ mod aws {
                     .secret_id(id)
                     .send()
                     .await
-                    .map_err(|e| format!("secret {id}: {}", sdk_error(&e)))?;
+                    .map_err(|e| describe(&format!("secretsmanager:GetSecretValue of {id:?}"), &e))?;
                 let text = out
                     .secret_string
                     .ok_or_else(|| format!("secret {id} has no string value"))?;
@@ -207,6 +215,18 @@ mod tests {
             }
         );
         assert!(MapSource::parse("ssm:").is_err());
+        for other in ["s3://bucket/map.json", "https://example.com/map.json", "file:map.json"] {
+            let problem = MapSource::parse(other).unwrap_err();
+            assert!(problem.contains("ssm:<name>") && problem.contains("is not a map source"), "{problem}");
+        }
+        assert_eq!(
+            MapSource::parse("./a:b.json").unwrap(),
+            MapSource::File("./a:b.json".into())
+        );
+        assert_eq!(
+            MapSource::parse("C:\\maps\\map.json").unwrap(),
+            MapSource::File("C:\\maps\\map.json".into())
+        );
         assert!(MapSource::parse("secretsmanager:x#").is_err());
         assert_eq!(
             MapSource::parse("map.json").unwrap(),

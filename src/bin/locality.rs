@@ -127,8 +127,9 @@ struct ResolveArgs {
     /// How long a replica that failed the check is avoided (seconds).
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     unhealthy_ttl: u64,
-    /// The endpoint (host:port) to print when the map cannot be read.
-    #[arg(long, value_name = "HOST:PORT", value_parser = parse_endpoint)]
+    /// The endpoint (host:port, the reader endpoint) to print when the map cannot be read
+    /// (missing, unreadable, not a map); an orchestrator can inject it as LOCALITY_FALLBACK.
+    #[arg(long, env = "LOCALITY_FALLBACK", value_name = "HOST:PORT", value_parser = parse_endpoint)]
     fallback: Option<String>,
     /// Output: host:port, shell assignments for eval, or one JSON object.
     #[arg(long, value_enum, default_value_t = ResolveFormat::Endpoint)]
@@ -167,8 +168,10 @@ fn resolve(args: ResolveArgs) -> ExitCode {
         }
     };
     let mut options = locality_resolve::Options::new(map);
-    // The library ignores an unusable LOCALITY_ZONE; for the CLI it is a usage error, like --zone.
-    if let Ok(value) = std::env::var("LOCALITY_ZONE") {
+    // The library ignores an unusable LOCALITY_ZONE; for the CLI it is a usage error, like
+    // --zone. A --zone given wins: the environment is not even read then.
+    options.zone_env = None;
+    if let (None, Ok(value)) = (&args.zone, std::env::var("LOCALITY_ZONE")) {
         if !value.trim().is_empty() {
             match parse_zone(&value) {
                 Ok(zone) => options.zone_env = Some(zone),
