@@ -391,3 +391,41 @@ async fn a_profile_from_the_files_a_laptop_keeps_in_home() {
     .await
     .unwrap();
 }
+
+/// AWS errors are one readable sentence — the operation, the resource, the cause — never the
+/// SDK's debug dump; no region and no credentials are said as such.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_errors_are_one_readable_sentence() {
+    let moto = Moto::start();
+    tokio::task::spawn_blocking(move || {
+        let mut tf = terraform(&moto);
+        let closed = format!("http://127.0.0.1:{}", common::server_port());
+        tf.env("AWS_ACCESS_KEY_ID", "AKIDBASE");
+        tf.env("AWS_SECRET_ACCESS_KEY", "base-secret");
+        tf.env("AWS_MAX_ATTEMPTS", "1");
+        // A closed endpoint.
+        tf.write("main.tf", &config(&moto, "").replace(&moto.endpoint, &closed));
+        let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+        assert!(out.contains("ssm:PutParameter of \"/prod/cache/replica-map\": dispatch failure") && out.contains("Connection refused"), "{out}");
+        for dump in ["DispatchFailure(", "ConnectorError {", "SdkError", "raw:", "headers"] {
+            assert!(!out.contains(dump), "{dump} in {out}");
+        }
+        // No region anywhere.
+        tf.env_remove("AWS_REGION");
+        tf.write("main.tf", &config(&moto, "").replace("    region       = \"ap-northeast-1\"\n", ""));
+        let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+        assert!(out.contains("no AWS region is set: set AWS_REGION"), "{out}");
+        // No credentials anywhere.
+        tf.env("AWS_REGION", "ap-northeast-1");
+        tf.env_remove("AWS_ACCESS_KEY_ID");
+        tf.env_remove("AWS_SECRET_ACCESS_KEY");
+        tf.write("main.tf", &config(&moto, ""));
+        let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+        assert!(
+            out.contains("no AWS credentials were found; tried, in order: the environment"),
+            "{out}"
+        );
+    })
+    .await
+    .unwrap();
+}

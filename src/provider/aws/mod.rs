@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use aws_sdk_elasticache::error::{DisplayErrorContext, SdkError};
+use aws_sdk_elasticache::error::SdkError;
 
 /// How long AWS calls may take, so that a silent endpoint fails the plan instead of hanging it.
 #[derive(Debug, Clone, Copy)]
@@ -75,12 +75,19 @@ pub enum AwsError {
     Unconfirmed(String),
 }
 
-fn sdk<E: std::error::Error + 'static, R: std::fmt::Debug>(e: SdkError<E, R>) -> AwsError {
+/// An SDK error as one sentence: `what` (the operation and the resource), then the service's
+/// error code and message or the chain of causes — never the raw response (a Secrets Manager
+/// body holds secrets), never headers (locality_resolve::aws_error, shared with the CLI).
+fn sdk<E, R>(what: &str, e: SdkError<E, R>) -> AwsError
+where
+    E: aws_sdk_elasticache::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug + 'static,
+{
     let unconfirmed = matches!(
         e,
         SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
     );
-    let text = DisplayErrorContext(e).to_string();
+    let text = locality_resolve::aws_error::describe(what, &e);
     if unconfirmed {
         AwsError::Unconfirmed(text)
     } else {
@@ -95,6 +102,8 @@ pub struct Aws {
     secrets: aws_sdk_secretsmanager::Client,
     ssm: aws_sdk_ssm::Client,
     sts: aws_sdk_sts::Client,
+    /// No region from the block or the chain: every call fails, and says why.
+    no_region: bool,
 }
 
 /// What [`Aws::load`] takes from the provider's `aws` block.
@@ -286,7 +295,23 @@ impl Aws {
             secrets: aws_sdk_secretsmanager::Client::new(&config),
             ssm: aws_sdk_ssm::Client::new(&config),
             sts: aws_sdk_sts::Client::new(&config),
+            no_region: config.region().is_none(),
         }
+    }
+
+    /// An SDK error of `what`, as [`sdk`] says it; without a region, that is the cause.
+    fn sdk<E, R>(&self, what: &str, e: SdkError<E, R>) -> AwsError
+    where
+        E: aws_sdk_elasticache::error::ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug + 'static,
+    {
+        if self.no_region {
+            return AwsError::Sdk(format!(
+                "{what}: {} (or `region` in the provider's aws block)",
+                locality_resolve::aws_error::NO_REGION
+            ));
+        }
+        sdk(what, e)
     }
 
     /// STS GetCallerIdentity: the account the credentials belong to.
@@ -295,7 +320,7 @@ impl Aws {
     /// No credentials, refused credentials, a role that cannot be assumed: the SDK's error.
     pub async fn caller_account(&self) -> Result<String, AwsError> {
         tracing::debug!(aws_call = "sts:GetCallerIdentity");
-        let out = self.sts.get_caller_identity().send().await.map_err(sdk)?;
+        let out = self.sts.get_caller_identity().send().await.map_err(|e| self.sdk("sts:GetCallerIdentity", e))?;
         out.account()
             .map(str::to_string)
             .ok_or_else(|| AwsError::Sdk("STS GetCallerIdentity returned no account".into()))
@@ -319,7 +344,7 @@ impl Aws {
                 {
                     AwsError::NotFound(format!("replication group {group:?}"))
                 } else {
-                    sdk(e)
+                    self.sdk(&format!("elasticache:DescribeReplicationGroups of {group:?}"), e)
                 }
             })?;
         let rg = output
@@ -393,7 +418,7 @@ impl Aws {
             {
                 Ok(None)
             }
-            Err(e) => Err(sdk(e)),
+            Err(e) => Err(self.sdk(&format!("secretsmanager:GetSecretValue ({stage}) of secret {secret:?}"), e)),
         }
     }
 
@@ -409,7 +434,7 @@ impl Aws {
             .secret_id(secret)
             .send()
             .await
-            .map_err(sdk)?;
+            .map_err(|e| self.sdk(&format!("secretsmanager:DescribeSecret of secret {secret:?}"), e))?;
         let labelled = |stage: &str| {
             out.version_ids_to_stages()
                 .and_then(|m| m.iter().find(|(_, stages)| stages.iter().any(|s| s == stage)))
@@ -439,7 +464,7 @@ impl Aws {
             {
                 Err(AwsError::NotFound(format!("secret {secret:?}")))
             }
-            Err(e) => Err(sdk(e)),
+            Err(e) => Err(self.sdk(&format!("secretsmanager:PutSecretValue of secret {secret:?}"), e)),
         }
     }
 
@@ -458,7 +483,7 @@ impl Aws {
                 )))
             }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_not_found()) => Ok(None),
-            Err(e) => Err(sdk(e)),
+            Err(e) => Err(self.sdk(&format!("ssm:GetParameter of {name:?}"), e)),
         }
     }
 
@@ -481,7 +506,7 @@ impl Aws {
             Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_already_exists()) => {
                 Err(AwsError::AlreadyExists(format!("SSM parameter {name:?}")))
             }
-            Err(e) => Err(sdk(e)),
+            Err(e) => Err(self.sdk(&format!("ssm:PutParameter of {name:?}"), e)),
         }
     }
 
@@ -494,7 +519,7 @@ impl Aws {
         match self.ssm.delete_parameter().name(name).send().await {
             Ok(_) => Ok(()),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_not_found()) => Ok(()),
-            Err(e) => Err(sdk(e)),
+            Err(e) => Err(self.sdk(&format!("ssm:DeleteParameter of {name:?}"), e)),
         }
     }
 }
