@@ -582,19 +582,31 @@ fn cli_writes_checks_and_refuses_invalid_specs() {
     assert!(json["resource"]["google_compute_url_map"]["web"].is_object());
 }
 
-/// The example next to the docs is what the generator makes of its spec.
+/// The example next to the docs is what the generator makes of its spec, and `--check` says so
+/// from any directory: the repository root, the example's own folder (as the spec's comment
+/// runs it), and another one with absolute paths. (Before the fix the header recorded the spec
+/// path as typed, and the check from the example's folder called the committed file stale.)
 #[test]
 fn example_output_is_current() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let elsewhere = tempfile::tempdir().unwrap();
     for dir in ["examples/generator", "examples/generator/managed-weights"] {
         let (spec, tf) = (format!("{dir}/tokyo-osaka.hcl"), format!("{dir}/tokyo-osaka.tf"));
-        let out = locality(&["gen", &spec, "-o", &tf, "--check"], root);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "run `locality gen {spec} -o {tf}`:\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        let (abs_spec, abs_tf) = (root.join(&spec), root.join(&tf));
+        for (args, cwd) in [
+            (vec![spec.as_str(), tf.as_str()], root.to_path_buf()),
+            (vec!["tokyo-osaka.hcl", "tokyo-osaka.tf"], root.join(dir)),
+            (vec![abs_spec.to_str().unwrap(), abs_tf.to_str().unwrap()], elsewhere.path().to_path_buf()),
+        ] {
+            let out = locality(&["gen", args[0], "-o", args[1], "--check"], &cwd);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "from {}: run `locality gen {spec} -o {tf}`:\n{}",
+                cwd.display(),
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
     }
 }
 
