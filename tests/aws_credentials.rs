@@ -406,13 +406,20 @@ async fn aws_errors_are_one_readable_sentence() {
         // A closed endpoint.
         tf.write("main.tf", &config(&moto, "").replace(&moto.endpoint, &closed));
         let out = flat(&tf.fails(&["apply", "-auto-approve"]));
-        assert!(out.contains("ssm:PutParameter of \"/prod/cache/replica-map\": dispatch failure") && out.contains("Connection refused"), "{out}");
+        assert!(
+            out.contains("ssm:PutParameter of \"/prod/cache/replica-map\": dispatch failure")
+                && out.contains("Connection refused"),
+            "{out}"
+        );
         for dump in ["DispatchFailure(", "ConnectorError {", "SdkError", "raw:", "headers"] {
             assert!(!out.contains(dump), "{dump} in {out}");
         }
         // No region anywhere.
         tf.env_remove("AWS_REGION");
-        tf.write("main.tf", &config(&moto, "").replace("    region       = \"ap-northeast-1\"\n", ""));
+        tf.write(
+            "main.tf",
+            &config(&moto, "").replace("    region       = \"ap-northeast-1\"\n", ""),
+        );
         let out = flat(&tf.fails(&["apply", "-auto-approve"]));
         assert!(out.contains("no AWS region is set: set AWS_REGION"), "{out}");
         // No credentials anywhere.

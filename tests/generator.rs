@@ -596,7 +596,10 @@ fn example_output_is_current() {
         for (args, cwd) in [
             (vec![spec.as_str(), tf.as_str()], root.to_path_buf()),
             (vec!["tokyo-osaka.hcl", "tokyo-osaka.tf"], root.join(dir)),
-            (vec![abs_spec.to_str().unwrap(), abs_tf.to_str().unwrap()], elsewhere.path().to_path_buf()),
+            (
+                vec![abs_spec.to_str().unwrap(), abs_tf.to_str().unwrap()],
+                elsewhere.path().to_path_buf(),
+            ),
         ] {
             let out = locality(&["gen", args[0], "-o", args[1], "--check"], &cwd);
             assert_eq!(

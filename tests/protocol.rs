@@ -96,7 +96,10 @@ impl DynamicResource<()> for Probe {
     }
     async fn modify_plan(&self, _: &Context<()>, req: PlanRequest<'_>, planned: &mut Value, _: &mut Diagnostics) {
         // A provider bug at plan time (see a_panic_is_a_diagnostic_and_the_provider_keeps_serving).
-        assert!(req.config.get("big").as_str() != Some("panic-at-plan"), "probe bug at plan time");
+        assert!(
+            req.config.get("big").as_str() != Some("panic-at-plan"),
+            "probe bug at plan time"
+        );
         if !req.config.get("number").is_unknown() {
             planned.set("echo_number", req.config.get("number").clone());
         }
@@ -269,7 +272,10 @@ async fn a_panic_is_a_diagnostic_and_the_provider_keeps_serving() {
         )
     };
     tokio::task::spawn_blocking(move || {
-        for (big, rpc) in [("panic-at-plan", "plan_resource_change"), ("panic-at-apply", "apply_resource_change")] {
+        for (big, rpc) in [
+            ("panic-at-plan", "plan_resource_change"),
+            ("panic-at-apply", "apply_resource_change"),
+        ] {
             tf.write("main.tf", &config(big));
             let out = tf.fails(&["apply", "-auto-approve"]);
             let out = out.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -282,8 +282,16 @@ fn bad_maps_and_bad_usage() {
     // flag wins over it.
     let missing = dir.path().join("missing.json");
     let missing = missing.to_str().unwrap();
-    let r = resolve(&[("LOCALITY_FALLBACK", "reader.example:6379")], &["--map", missing, "--zone", ZONE]);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "reader.example:6379\n"), "{}", r.stderr);
+    let r = resolve(
+        &[("LOCALITY_FALLBACK", "reader.example:6379")],
+        &["--map", missing, "--zone", ZONE],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "reader.example:6379\n"),
+        "{}",
+        r.stderr
+    );
     let r = resolve(
         &[("LOCALITY_FALLBACK", "reader.example:6379")],
         &["--map", missing, "--zone", ZONE, "--fallback", "other.example:6379"],
@@ -291,22 +299,51 @@ fn bad_maps_and_bad_usage() {
     assert_eq!(r.stdout, "other.example:6379\n");
     // A valid --zone wins over a bad LOCALITY_ZONE (the environment is not read).
     let good = write_map(dir.path(), &map_json());
-    let r = resolve(&[("LOCALITY_ZONE", "<html>")], &["--map", good.to_str().unwrap(), "--zone", ZONE]);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "replica-a.example:6379\n"), "{}", r.stderr);
-    let r = resolve(&[("LOCALITY_ZONE", "ap-northeast-1c")], &["--map", good.to_str().unwrap(), "--zone", ZONE]);
+    let r = resolve(
+        &[("LOCALITY_ZONE", "<html>")],
+        &["--map", good.to_str().unwrap(), "--zone", ZONE],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "replica-a.example:6379\n"),
+        "{}",
+        r.stderr
+    );
+    let r = resolve(
+        &[("LOCALITY_ZONE", "ap-northeast-1c")],
+        &["--map", good.to_str().unwrap(), "--zone", ZONE],
+    );
     assert_eq!(r.stdout, "replica-a.example:6379\n");
     // An unusable --cache-dir (a file here): one stderr line, same answer and status.
     let not_a_dir = dir.path().join("file");
     std::fs::write(&not_a_dir, "").unwrap();
-    let r = resolve(&[], &["--map", good.to_str().unwrap(), "--zone", ZONE, "--cache-dir", not_a_dir.to_str().unwrap()]);
+    let r = resolve(
+        &[],
+        &[
+            "--map",
+            good.to_str().unwrap(),
+            "--zone",
+            ZONE,
+            "--cache-dir",
+            not_a_dir.to_str().unwrap(),
+        ],
+    );
     assert_eq!((r.code, r.stdout.as_str()), (0, "replica-a.example:6379\n"));
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.contains("the cache directory") && r.stderr.contains("is not used"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the cache directory") && r.stderr.contains("is not used"),
+        "{}",
+        r.stderr
+    );
     // A scheme this command does not read: a usage error listing the sources.
     for map in ["s3://bucket/replica-map.json", "https://example.com/map.json"] {
         let r = resolve(&[], &["--map", map, "--zone", ZONE]);
         assert_eq!(r.code, 2, "{map}");
-        assert!(r.stderr.contains("is not a map source") && r.stderr.contains("secretsmanager:<id>#<key>"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("is not a map source") && r.stderr.contains("secretsmanager:<id>#<key>"),
+            "{}",
+            r.stderr
+        );
     }
     // Usage errors: exit 2.
     assert_eq!(resolve(&[], &["--map", "x.json", "--zone", "nowhere"]).code, 2);
@@ -462,10 +499,16 @@ fn check_pings_real_redis_marks_a_stopped_replica_and_brings_it_back() {
     let mut err = Vec::new();
     let mut fresh = options.clone();
     fresh.cache_dir = Some(dir.path().join("spread-cache-2"));
-    assert_eq!(locality_resolve::run(&fresh, locality_resolve::Format::Endpoint, &mut Vec::new(), &mut err), 0);
+    assert_eq!(
+        locality_resolve::run(&fresh, locality_resolve::Format::Endpoint, &mut Vec::new(), &mut err),
+        0
+    );
     let err = String::from_utf8(err).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with(&format!("locality resolve: the zone's replica {dead} failed the check")), "{err}");
+    assert!(
+        err.starts_with(&format!("locality resolve: the zone's replica {dead} failed the check")),
+        "{err}"
+    );
     options.check = false; // no ping: only the mark keeps the dead replica out
     assert_eq!(locality_resolve::resolve(&options).unwrap().endpoint, live);
     // Both down: the fallback, naming each failure.
@@ -673,7 +716,7 @@ fn env_format_reaches_the_process_an_entrypoint_execs() {
     let line = format!("export V={}\n", locality_resolve::shell_quote(tricky));
     for shell in ["dash", "bash"] {
         let out = Command::new(shell)
-            .args(["-c", &format!("eval \"$(cat)\"\nexec printenv V"), ])
+            .args(["-c", &format!("eval \"$(cat)\"\nexec printenv V")])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -694,13 +737,29 @@ fn aws_maps_without_region_or_credentials_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().to_str().unwrap();
     let base = [("HOME", home), ("AWS_ENDPOINT_URL", "http://127.0.0.1:1")];
-    let r = resolve(&[base[0], base[1], ("AWS_ACCESS_KEY_ID", "AKID"), ("AWS_SECRET_ACCESS_KEY", "s")], &["--map", "ssm:/prod/cache/replica-map", "--zone", ZONE]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("no AWS region is set: set AWS_REGION") && !r.stderr.contains("could not connect"), "{}", r.stderr);
-    let r = resolve(&[base[0], base[1], ("AWS_REGION", "ap-northeast-1")], &["--map", "ssm:/prod/cache/replica-map", "--zone", ZONE]);
+    let r = resolve(
+        &[
+            base[0],
+            base[1],
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+        ],
+        &["--map", "ssm:/prod/cache/replica-map", "--zone", ZONE],
+    );
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("no AWS credentials were found; tried, in order: the environment (AWS_ACCESS_KEY_ID")
+        r.stderr.contains("no AWS region is set: set AWS_REGION") && !r.stderr.contains("could not connect"),
+        "{}",
+        r.stderr
+    );
+    let r = resolve(
+        &[base[0], base[1], ("AWS_REGION", "ap-northeast-1")],
+        &["--map", "ssm:/prod/cache/replica-map", "--zone", ZONE],
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("no AWS credentials were found; tried, in order: the environment (AWS_ACCESS_KEY_ID")
             && r.stderr.contains("~/.aws/credentials")
             && r.stderr.contains("EC2 instance profile")
             && !r.stderr.contains("could not connect"),
@@ -709,12 +768,20 @@ fn aws_maps_without_region_or_credentials_say_so() {
     );
     // With both, a closed endpoint is a connection failure, said once, without a debug dump.
     let r = resolve(
-        &[base[0], base[1], ("AWS_REGION", "ap-northeast-1"), ("AWS_ACCESS_KEY_ID", "AKID"), ("AWS_SECRET_ACCESS_KEY", "s"), ("AWS_MAX_ATTEMPTS", "1")],
+        &[
+            base[0],
+            base[1],
+            ("AWS_REGION", "ap-northeast-1"),
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("AWS_MAX_ATTEMPTS", "1"),
+        ],
         &["--map", "ssm:/prod/cache/replica-map", "--zone", ZONE],
     );
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("ssm:GetParameter of \"/prod/cache/replica-map\": dispatch failure")
+        r.stderr
+            .contains("ssm:GetParameter of \"/prod/cache/replica-map\": dispatch failure")
             && !r.stderr.contains("DispatchFailure {")
             && !r.stderr.contains("ConnectorError {"),
         "{}",

@@ -215,7 +215,11 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         }
     };
     let Some(zone_known) = zone.clone() else {
-        return Ok(fallback_route(map.fallback.clone(), zone_failure.unwrap_or_default(), notes));
+        return Ok(fallback_route(
+            map.fallback.clone(),
+            zone_failure.unwrap_or_default(),
+            notes,
+        ));
     };
     let candidates = match map.candidates(&zone_known, &options.host_key) {
         Ok(list) => list,

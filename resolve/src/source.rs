@@ -217,7 +217,10 @@ mod tests {
         assert!(MapSource::parse("ssm:").is_err());
         for other in ["s3://bucket/map.json", "https://example.com/map.json", "file:map.json"] {
             let problem = MapSource::parse(other).unwrap_err();
-            assert!(problem.contains("ssm:<name>") && problem.contains("is not a map source"), "{problem}");
+            assert!(
+                problem.contains("ssm:<name>") && problem.contains("is not a map source"),
+                "{problem}"
+            );
         }
         assert_eq!(
             MapSource::parse("./a:b.json").unwrap(),

@@ -320,7 +320,12 @@ impl Aws {
     /// No credentials, refused credentials, a role that cannot be assumed: the SDK's error.
     pub async fn caller_account(&self) -> Result<String, AwsError> {
         tracing::debug!(aws_call = "sts:GetCallerIdentity");
-        let out = self.sts.get_caller_identity().send().await.map_err(|e| self.sdk("sts:GetCallerIdentity", e))?;
+        let out = self
+            .sts
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|e| self.sdk("sts:GetCallerIdentity", e))?;
         out.account()
             .map(str::to_string)
             .ok_or_else(|| AwsError::Sdk("STS GetCallerIdentity returned no account".into()))
@@ -418,7 +423,10 @@ impl Aws {
             {
                 Ok(None)
             }
-            Err(e) => Err(self.sdk(&format!("secretsmanager:GetSecretValue ({stage}) of secret {secret:?}"), e)),
+            Err(e) => Err(self.sdk(
+                &format!("secretsmanager:GetSecretValue ({stage}) of secret {secret:?}"),
+                e,
+            )),
         }
     }
 
