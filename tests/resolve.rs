@@ -788,3 +788,121 @@ fn aws_maps_without_region_or_credentials_say_so() {
         r.stderr
     );
 }
+
+/// The fenced `sh` block under "The entrypoint pattern" of the consuming guide, extracted from
+/// the page and run as written by dash.
+fn guide_entrypoint() -> String {
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guides/consuming-the-replica-map.md"
+    ))
+    .unwrap();
+    let section = &guide[guide.find("## The entrypoint pattern").expect("the section")..];
+    let start = section.find("```sh\n").expect("an sh block") + "```sh\n".len();
+    section[start..start + section[start..].find("```").unwrap()].to_string()
+}
+
+/// The guide's entrypoint, as written, under dash: the `locality` binary and a stand-in
+/// `php-fpm` (which records the environment it is exec'd with) on PATH, the map in SSM (moto),
+/// and the environment an orchestrator gives (the one visible list of substitutions below).
+/// Every broken map — missing, not JSON, version 2, AWS unreachable — still hands the
+/// application the reader endpoint; a good map hands it the zone's replica. (Before the fix
+/// the exec'd process saw no LOCALITY_* variable at all.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guides_entrypoint_hands_the_application_an_endpoint_on_every_path() {
+    let moto = common::moto::Moto::start();
+    let ssm = aws_sdk_ssm::Client::new(&moto.config().await);
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_locality"), bin.join("locality")).unwrap();
+    let seen = dir.path().join("seen-env");
+    std::fs::write(bin.join("php-fpm"), format!("#!/bin/sh\nenv > '{}'\n", seen.display())).unwrap();
+    std::fs::set_permissions(bin.join("php-fpm"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = dir.path().join("entrypoint.sh");
+    std::fs::write(&script, guide_entrypoint()).unwrap();
+    let closed = format!("http://127.0.0.1:{}", common::server_port());
+    const PARAM: &str = "/prod/cache/replica-map";
+
+    let cases: [(&str, Option<String>, bool); 5] = [
+        ("missing", None, false),
+        ("not json", Some("<html>maintenance</html>".into()), false),
+        (
+            "version 2",
+            Some(r#"{"version":2,"fallback":"reader.example:6379"}"#.into()),
+            false,
+        ),
+        ("aws unreachable", Some(map_json().to_string()), true),
+        ("good", Some(map_json().to_string()), false),
+    ];
+    for (name, value, unreachable) in cases {
+        let _ = ssm.delete_parameter().name(PARAM).send().await;
+        if let Some(value) = &value {
+            ssm.put_parameter()
+                .name(PARAM)
+                .value(value)
+                .r#type(aws_sdk_ssm::types::ParameterType::String)
+                .send()
+                .await
+                .unwrap();
+        }
+        let _ = std::fs::remove_file(&seen);
+        // The substitutions: the environment only; the script is the guide's text.
+        let env: Vec<(&str, String)> = vec![
+            (
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+            ),
+            ("HOME", dir.path().display().to_string()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "ap-northeast-1".into()),
+            (
+                "AWS_ENDPOINT_URL",
+                if unreachable {
+                    closed.clone()
+                } else {
+                    moto.endpoint.clone()
+                },
+            ),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+            ("LOCALITY_ZONE", ZONE.into()),
+            ("LOCALITY_FALLBACK", "reader.example:6379".into()),
+        ];
+        let script = script.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new("dash")
+                .arg(&script)
+                .env_clear()
+                .envs(env)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        let app_env =
+            std::fs::read_to_string(&seen).unwrap_or_else(|_| panic!("{name}: php-fpm was not exec'd: {stderr}"));
+        let (endpoint, route) = if name == "good" {
+            ("replica-a.example:6379", "zone")
+        } else {
+            ("reader.example:6379", "fallback")
+        };
+        for line in [
+            format!("LOCALITY_READ_ENDPOINT={endpoint}"),
+            format!("LOCALITY_ROUTE={route}"),
+        ] {
+            assert!(
+                app_env.lines().any(|l| l == line),
+                "{name}: {line} not in the app's environment:\n{app_env}\nstderr: {stderr}"
+            );
+        }
+        if route == "fallback" {
+            assert!(
+                stderr.contains("locality resolve: using the fallback reader.example:6379: the map could not be read"),
+                "{name}: {stderr}"
+            );
+        }
+    }
+}

@@ -98,7 +98,8 @@ pub fn schema() -> Schema {
                 Nesting::List,
                 Block::new(
                     "Publish to a local file that the resource owns (created, rewritten, and removed on destroy). \
-                     Exactly one publish target (`secretsmanager`, `ssm_parameter` or `file`) is required.",
+                     Every write is atomic (an exclusive temporary file in the same folder, fsync, rename); a new \
+                     file gets mode 0600, an existing file keeps its mode. Exactly one publish target (`secretsmanager`, `ssm_parameter` or `file`) is required.",
                 )
                 .attribute(
                     Attribute::string("path")
@@ -149,8 +150,9 @@ pub fn schema() -> Schema {
                 "ssm_parameter",
                 Nesting::List,
                 Block::new(
-                    "Publish to an SSM String parameter that the resource owns: created (an existing parameter is \
-                     refused: import it), overwritten on change, deleted on destroy.",
+                    "Publish to an SSM parameter of type `String` (not `SecureString`: the map holds endpoints, \
+                     not secrets, so neither writing nor reading it involves KMS) that the resource owns: created \
+                     (an existing parameter is refused: import it), overwritten on change, deleted on destroy.",
                 )
                 .attribute(
                     Attribute::string("name")
