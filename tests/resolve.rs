@@ -297,6 +297,12 @@ fn bad_maps_and_bad_usage() {
         &["--map", missing, "--zone", ZONE, "--fallback", "other.example:6379"],
     );
     assert_eq!(r.stdout, "other.example:6379\n");
+    // Empty is not given; a malformed one is a usage error naming the variable.
+    let r = resolve(&[("LOCALITY_FALLBACK", "")], &["--map", missing, "--zone", ZONE]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = resolve(&[("LOCALITY_FALLBACK", "no-port")], &["--map", missing, "--zone", ZONE]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("LOCALITY_FALLBACK"), "{}", r.stderr);
     // A valid --zone wins over a bad LOCALITY_ZONE (the environment is not read).
     let good = write_map(dir.path(), &map_json());
     let r = resolve(
@@ -716,7 +722,7 @@ fn env_format_reaches_the_process_an_entrypoint_execs() {
     let line = format!("export V={}\n", locality_resolve::shell_quote(tricky));
     for shell in ["dash", "bash"] {
         let out = Command::new(shell)
-            .args(["-c", &format!("eval \"$(cat)\"\nexec printenv V")])
+            .args(["-c", "eval \"$(cat)\"\nexec printenv V"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -129,7 +129,7 @@ struct ResolveArgs {
     unhealthy_ttl: u64,
     /// The endpoint (host:port, the reader endpoint) to print when the map cannot be read
     /// (missing, unreadable, not a map); an orchestrator can inject it as LOCALITY_FALLBACK.
-    #[arg(long, env = "LOCALITY_FALLBACK", value_name = "HOST:PORT", value_parser = parse_endpoint)]
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_endpoint)]
     fallback: Option<String>,
     /// Output: host:port, shell assignments for eval, or one JSON object.
     #[arg(long, value_enum, default_value_t = ResolveFormat::Endpoint)]
@@ -194,6 +194,21 @@ fn resolve(args: ResolveArgs) -> ExitCode {
     options.tls = args.tls;
     options.unhealthy_ttl = std::time::Duration::from_secs(args.unhealthy_ttl);
     options.fallback = args.fallback;
+    // LOCALITY_FALLBACK is --fallback from the environment; the flag wins, and an empty value
+    // (an orchestrator's unset template variable) counts as not given.
+    if options.fallback.is_none() {
+        if let Ok(value) = std::env::var("LOCALITY_FALLBACK") {
+            if !value.trim().is_empty() {
+                match parse_endpoint(value.trim()) {
+                    Ok(endpoint) => options.fallback = Some(endpoint),
+                    Err(problem) => {
+                        let _ = writeln!(std::io::stderr(), "error: LOCALITY_FALLBACK: {problem}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+        }
+    }
     let format = match args.format {
         ResolveFormat::Endpoint => locality_resolve::Format::Endpoint,
         ResolveFormat::Env => locality_resolve::Format::Env,

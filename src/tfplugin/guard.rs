@@ -56,6 +56,8 @@ async fn guarded<T>(
 /// expanded methods.)
 macro_rules! guarded_service {
     ([$($method:ident;)*] $($rest:tt)*) => {
+        // (`..Default::default()` fills the fields beside `diagnostics` where a response has any.)
+        #[allow(clippy::needless_update)]
         #[tonic::async_trait]
         impl<S: Rpc> Rpc for PanicGuard<S> {
             $(
