@@ -468,3 +468,63 @@ fn zone_ids_and_spread_replicas() {
         "{out}"
     );
 }
+
+/// Out-of-band edits of `replicas` and `zone_ids` show in the plan under the AZ (name or ID)
+/// whose entry changed, like `zones` — not only as the sensitive `document` and a new
+/// `version`. (Before the fix, an edited replica list showed no AZ at all.)
+#[test]
+fn drift_in_replicas_and_zone_ids_names_the_zone() {
+    let tf = Terraform::dev_overrides();
+    let members: &[(&str, &str, &str)] = &[
+        ("node-001.example:6379", "ap-northeast-1a", "primary"),
+        ("node-002.example:6379", "ap-northeast-1c", "replica"),
+        ("node-004.example:6379", "ap-northeast-1c", "replica"),
+    ];
+    let extra = "  zone_ids = {\n    \"ap-northeast-1a\" = \"apne1-az4\"\n    \"ap-northeast-1c\" = \"apne1-az1\"\n  }\n  spread_replicas = true\n";
+    let main =
+        config(members, "replicas.json").replacen("  fallback_endpoint", &format!("{extra}  fallback_endpoint"), 1);
+    tf.write("main.tf", &main);
+    tf.ok(&["apply", "-auto-approve"]);
+    tf.assert_no_changes();
+    let published = std::fs::read_to_string(tf.path("replicas.json")).unwrap();
+
+    // One AZ's replica list edited (a node dropped by hand).
+    let edited = published.replacen(
+        r#""ap-northeast-1c":["node-002.example:6379","node-004.example:6379"]"#,
+        r#""ap-northeast-1c":["node-002.example:6379"]"#,
+        1,
+    );
+    assert_ne!(edited, published);
+    std::fs::write(tf.path("replicas.json"), &edited).unwrap();
+    let (code, plan) = tf.plan_exit_code();
+    assert_eq!(code, 2, "{plan}");
+    let flat = plan.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("~ replicas = {")
+            && flat.contains("~ \"ap-northeast-1c\" = [")
+            && flat.contains("+ \"node-004.example:6379\","),
+        "{plan}"
+    );
+    assert!(!flat.contains("~ \"apne1-az1\" = ["), "only the edited list: {plan}");
+    tf.ok(&["apply", "-auto-approve"]);
+    assert_eq!(std::fs::read_to_string(tf.path("replicas.json")).unwrap(), published);
+
+    // One AZ ID's entry edited.
+    let edited = published.replacen(
+        r#""apne1-az1":"node-002.example:6379""#,
+        r#""apne1-az1":"stale.example:6379""#,
+        1,
+    );
+    assert_ne!(edited, published);
+    std::fs::write(tf.path("replicas.json"), &edited).unwrap();
+    let (code, plan) = tf.plan_exit_code();
+    assert_eq!(code, 2, "{plan}");
+    let flat = plan.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("~ endpoints_by_zone_id = {")
+            && flat.contains("~ \"apne1-az1\" = \"stale.example:6379\" -> \"node-002.example:6379\""),
+        "{plan}"
+    );
+    tf.ok(&["apply", "-auto-approve"]);
+    tf.assert_no_changes();
+}

@@ -100,6 +100,10 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         if planned.zone_ids.is_null() {
             planned.endpoints_by_zone_id = Field::Null;
         }
+        // Nor replica lists without `spread_replicas`.
+        if matches!(planned.spread_replicas, Field::Null | Field::Known(false)) {
+            planned.replicas = Field::Null;
+        }
         let Some(topology) = topology(ctx, planned, &config.fallback_endpoint, diags).await else {
             return;
         };
@@ -109,6 +113,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         planned.set_published(
             &map.endpoints,
             map.endpoints_by_zone_id.as_ref(),
+            map.replicas.as_ref(),
             &map.uncovered_zones,
             &document,
         );
@@ -159,6 +164,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         state.id = target.id().into();
         state.set_endpoints(&published.endpoints);
         state.set_endpoints_by_zone_id(published.zone_ids.as_ref());
+        state.set_replicas(published.replicas.as_ref());
         if let Some(fallback) = published.fallback {
             state.fallback_endpoint = fallback.into();
         }

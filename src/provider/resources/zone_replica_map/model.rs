@@ -62,6 +62,8 @@ crate::model! {
         pub spread_replicas: Field<bool>,
         /// AZ ID → endpoint, as published (with `zone_ids`).
         pub endpoints_by_zone_id: Field<BTreeMap<String, Field<String>>>,
+        /// AZ name or ID → every usable node, as published (with `spread_replicas`).
+        pub replicas: Field<BTreeMap<String, Field<Vec<Field<String>>>>>,
         /// AZ → endpoint, as published.
         pub endpoints: Field<BTreeMap<String, Field<String>>>,
         /// AZs whose reads still cross a zone.
@@ -150,16 +152,18 @@ impl ZoneReplicaMapModel {
     }
 
     /// Sets what is published: the endpoints (by AZ name, and by AZ ID when the map has
-    /// them), the uncovered zones and the document.
+    /// them), the replica lists (when it has them), the uncovered zones and the document.
     pub fn set_published(
         &mut self,
         endpoints: &BTreeMap<String, String>,
         by_zone_id: Option<&BTreeMap<String, String>>,
+        replicas: Option<&BTreeMap<String, Vec<String>>>,
         uncovered: &[String],
         document: &str,
     ) {
         self.set_endpoints(endpoints);
         self.set_endpoints_by_zone_id(by_zone_id);
+        self.set_replicas(replicas);
         self.uncovered_zones = Field::known_list(uncovered.iter().cloned());
         self.document = document.into();
     }
@@ -168,6 +172,18 @@ impl ZoneReplicaMapModel {
     pub fn set_endpoints_by_zone_id(&mut self, by_zone_id: Option<&BTreeMap<String, String>>) {
         self.endpoints_by_zone_id = match by_zone_id {
             Some(map) => Field::known_map(map.clone()),
+            None => Field::Null,
+        };
+    }
+
+    /// Sets the replica lists (null when the map has none).
+    pub fn set_replicas(&mut self, replicas: Option<&BTreeMap<String, Vec<String>>>) {
+        self.replicas = match replicas {
+            Some(map) => Field::Known(
+                map.iter()
+                    .map(|(zone, list)| (zone.clone(), Field::known_list(list.iter().cloned())))
+                    .collect(),
+            ),
             None => Field::Null,
         };
     }

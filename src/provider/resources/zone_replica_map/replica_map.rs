@@ -156,6 +156,8 @@ pub struct Published {
     pub endpoints: BTreeMap<String, String>,
     /// The `zone_ids` entries that are strings, when the document has `zone_ids`.
     pub zone_ids: Option<BTreeMap<String, String>>,
+    /// The `replicas` lists (their string elements), when the document has `replicas`.
+    pub replicas: Option<BTreeMap<String, Vec<String>>>,
 }
 
 /// Reads a published document leniently: a hand-edited or broken document still yields
@@ -170,6 +172,8 @@ pub fn parse_document(text: &str) -> Published {
         zones: serde_json::Value,
         #[serde(default)]
         zone_ids: serde_json::Value,
+        #[serde(default)]
+        replicas: serde_json::Value,
     }
     let strings = |value: &serde_json::Value| -> Option<BTreeMap<String, String>> {
         value.as_object().map(|z| {
@@ -185,6 +189,17 @@ pub fn parse_document(text: &str) -> Published {
         fallback: doc.fallback.as_str().map(String::from),
         endpoints: strings(&doc.zones).unwrap_or_default(),
         zone_ids: strings(&doc.zone_ids),
+        replicas: doc.replicas.as_object().map(|zones| {
+            zones
+                .iter()
+                .map(|(zone, list)| {
+                    let endpoints = list.as_array().map_or_else(Vec::new, |items| {
+                        items.iter().filter_map(|e| e.as_str().map(String::from)).collect()
+                    });
+                    (zone.clone(), endpoints)
+                })
+                .collect()
+        }),
     }
 }
 

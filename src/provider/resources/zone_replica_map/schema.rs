@@ -59,6 +59,11 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("endpoints_by_zone_id", Type::map(Type::String)).computed().description(
             "With `zone_ids`: the published map by AZ ID → `host:port` (null without `zone_ids`).",
         ))
+        .attribute(Attribute::typed("replicas", Type::map(Type::list(Type::String))).computed().description(
+            "With `spread_replicas`: the published lists of every usable node, AZ name (and AZ ID with \
+             `zone_ids`) → `host:port`s (null without `spread_replicas`). A list changed out of band shows in \
+             the plan under its AZ.",
+        ))
         .attribute(Attribute::typed("endpoints", Type::map(Type::String)).computed().description(
             "The published map: AZ name → `host:port` of the replica in that AZ. When several replicas share \
              an AZ, the one whose endpoint sorts first is used.",
@@ -71,8 +76,8 @@ pub fn schema() -> Schema {
             "The exact JSON published, e.g. \
              `{\"version\":1,\"fallback\":\"reader.example:6379\",\"zones\":{\"ap-northeast-1a\":\"node-002.example:6379\"}}`. \
              Keys are sorted and there is no timestamp, so the same topology always gives the same bytes. \
-             Sensitive, since an imported secret may hold other values: `endpoints` shows each AZ's change \
-             in plans.",
+             Sensitive, since an imported secret may hold other values: `endpoints`, `endpoints_by_zone_id` \
+             and `replicas` show each AZ's change in plans.",
         ))
         .attribute(Attribute::string("version").computed().tracks(&["document"]).description(
             "The published version: the secret's VersionId, the parameter's version number, or for a `file` the \
