@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::zone::{is_endpoint, Zone};
+use crate::zone::{is_endpoint, is_zone_id, is_zone_name, Zone};
 
 /// The largest map read (a map of every AZ of every region is a few kilobytes).
 pub const MAX_MAP_BYTES: usize = 1 << 20;
@@ -35,25 +35,64 @@ pub enum DocumentError {
     /// `fallback` is missing or not host:port.
     #[error("the map has no fallback endpoint (host:port)")]
     NoFallback,
+    /// An entry that is not what the schema allows, named.
+    #[error("the map's {0}")]
+    Invalid(String),
     /// Larger than [`MAX_MAP_BYTES`].
     #[error("the map is larger than {MAX_MAP_BYTES} bytes")]
     TooLarge,
 }
 
-fn strings(value: Option<&serde_json::Value>) -> BTreeMap<String, String> {
-    value
-        .and_then(serde_json::Value::as_object)
-        .map(|o| {
-            o.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
+/// `object[field]` as entries whose keys pass `key_ok` and whose values `value` converts; a
+/// field that is absent is empty, and anything else is [`DocumentError::Invalid`] naming it.
+fn entries<T>(
+    object: &serde_json::Map<String, serde_json::Value>,
+    field: &str,
+    key_kind: &str,
+    key_ok: impl Fn(&str) -> bool,
+    value: impl Fn(&serde_json::Value) -> Result<T, String>,
+) -> Result<BTreeMap<String, T>, DocumentError> {
+    let invalid = |problem: String| DocumentError::Invalid(format!("{field}: {problem}"));
+    let Some(found) = object.get(field) else {
+        return Ok(BTreeMap::new());
+    };
+    let found = found.as_object().ok_or_else(|| invalid("not an object".into()))?;
+    found
+        .iter()
+        .map(|(key, v)| {
+            if !key_ok(key) {
+                return Err(invalid(format!("{} is not {key_kind}", shown(key))));
+            }
+            value(v)
+                .map(|t| (key.clone(), t))
+                .map_err(|p| invalid(format!("{}: {p}", shown(key))))
         })
-        .unwrap_or_default()
+        .collect()
+}
+
+/// A value for a message: quoted, and cut at 40 characters (on a char boundary).
+fn shown(text: &str) -> String {
+    let cut: String = text.chars().take(40).collect();
+    if cut.len() < text.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+fn endpoint(value: &serde_json::Value) -> Result<String, String> {
+    match value.as_str() {
+        Some(text) if is_endpoint(text) => Ok(text.to_string()),
+        Some(text) => Err(format!("{} is not host:port", shown(text))),
+        None => Err("not a string".into()),
+    }
 }
 
 impl ReplicaMap {
-    /// Parses a map. Entries of the wrong type are left out (the zone then reads from the
-    /// fallback); a document without a usable fallback is an error.
+    /// Parses a map: exactly what `schema/replica-map.v1.schema.json` allows (and at most
+    /// [`MAX_MAP_BYTES`]). Top-level fields other than those below are ignored, as version 1
+    /// promises; an entry that is not what the schema says makes the whole map unusable, with
+    /// the entry named (every client then reads from `--fallback`).
     ///
     /// # Errors
     /// [`DocumentError`] saying what is wrong.
@@ -67,7 +106,8 @@ impl ReplicaMap {
             .as_object()
             .ok_or_else(|| DocumentError::NotJson("not an object".into()))?;
         match object.get("version") {
-            Some(v) if v.as_u64() == Some(1) => {}
+            // (JSON Schema's `const: 1` is numeric equality: 1.0 and 1e0 are 1 too.)
+            Some(v) if v.as_f64() == Some(1.0) => {}
             Some(v) => {
                 let shown: String = v.to_string().chars().take(20).collect();
                 return Err(DocumentError::Version(shown));
@@ -80,28 +120,25 @@ impl ReplicaMap {
             .filter(|f| is_endpoint(f))
             .ok_or(DocumentError::NoFallback)?
             .to_string();
-        let replicas = object
-            .get("replicas")
-            .and_then(serde_json::Value::as_object)
-            .map(|o| {
-                o.iter()
-                    .filter_map(|(zone, list)| {
-                        let endpoints: Vec<String> = list
-                            .as_array()?
-                            .iter()
-                            .filter_map(|e| e.as_str())
-                            .filter(|e| is_endpoint(e))
-                            .map(str::to_string)
-                            .collect();
-                        (!endpoints.is_empty()).then(|| (zone.clone(), endpoints))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let zones = entries(object, "zones", "an AZ name", is_zone_name, endpoint)?;
+        let zone_ids = entries(object, "zone_ids", "an AZ ID", is_zone_id, endpoint)?;
+        let replicas = entries(
+            object,
+            "replicas",
+            "an AZ name or ID",
+            |k| is_zone_name(k) || is_zone_id(k),
+            |list| {
+                let items = list.as_array().ok_or("not a list")?;
+                if items.is_empty() {
+                    return Err("an empty list".to_string());
+                }
+                items.iter().map(endpoint).collect()
+            },
+        )?;
         Ok(ReplicaMap {
             fallback,
-            zones: strings(object.get("zones")),
-            zone_ids: strings(object.get("zone_ids")),
+            zones,
+            zone_ids,
             replicas,
         })
     }
@@ -159,7 +196,7 @@ mod tests {
         }
     }
 
-    const DOC: &str = r#"{"version":1,"fallback":"reader:6379","zones":{"ap-northeast-1a":"a1:6379","ap-northeast-1c":"c1:6379","bad":"nope"},"zone_ids":{"apne1-az4":"a1:6379"},"replicas":{"ap-northeast-1a":["a2:6379","a1:6379"],"apne1-az4":["a1:6379","a2:6379"]}}"#;
+    const DOC: &str = r#"{"version":1,"fallback":"reader:6379","zones":{"ap-northeast-1a":"a1:6379","ap-northeast-1c":"c1:6379"},"zone_ids":{"apne1-az4":"a1:6379"},"replicas":{"ap-northeast-1a":["a2:6379","a1:6379"],"apne1-az4":["a1:6379","a2:6379"]}}"#;
 
     #[test]
     fn matching_by_id_then_name_then_replicas() {
@@ -191,10 +228,6 @@ mod tests {
             .candidates(&zone(Some("ap-northeast-1d"), None), "h")
             .unwrap_err()
             .contains("no entry for zone ap-northeast-1d"));
-        assert!(map
-            .candidates(&zone(Some("bad"), None), "h")
-            .unwrap_err()
-            .contains("not host:port"));
         // An ID the map does not know: no entry (not a name match).
         assert!(map
             .candidates(&zone(Some("ap-northeast-1c"), Some("apne1-az1")), "h")
@@ -232,5 +265,39 @@ mod tests {
             "a".repeat(MAX_MAP_BYTES)
         );
         assert_eq!(ReplicaMap::parse(&huge).unwrap_err(), DocumentError::TooLarge);
+        // Entries that are not what the schema allows: the whole map, naming the entry.
+        for (doc, said) in [
+            (
+                r#""zones":{"ap-northeast-1a":"nope"}"#,
+                r#"zones: "ap-northeast-1a": "nope" is not host:port"#,
+            ),
+            (r#""zones":{"bad":"a:1"}"#, r#"zones: "bad" is not an AZ name"#),
+            (r#""zones":[]"#, "zones: not an object"),
+            (
+                r#""zone_ids":{"ap-northeast-1a":"a:1"}"#,
+                r#"zone_ids: "ap-northeast-1a" is not an AZ ID"#,
+            ),
+            (
+                r#""replicas":{"apne1-az4":[]}"#,
+                r#"replicas: "apne1-az4": an empty list"#,
+            ),
+            (
+                r#""replicas":{"apne1-az4":"a:1"}"#,
+                r#"replicas: "apne1-az4": not a list"#,
+            ),
+            (
+                r#""replicas":{"apne1-az4":["a:01"]}"#,
+                r#"replicas: "apne1-az4": "a:01" is not host:port"#,
+            ),
+        ] {
+            let text = format!(r#"{{"version":1,"fallback":"r:1",{doc}}}"#);
+            assert_eq!(
+                ReplicaMap::parse(&text).unwrap_err().to_string(),
+                format!("the map's {said}"),
+                "{text}"
+            );
+        }
+        // Unknown top-level fields are ignored; 1.0 is version 1.
+        assert!(ReplicaMap::parse(r#"{"version":1.0,"fallback":"r:1","later":{"x":1}}"#).is_ok());
     }
 }

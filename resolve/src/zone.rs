@@ -98,10 +98,11 @@ pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
     let Some((host, port)) = endpoint.rsplit_once(':') else {
         return Err(format!("{endpoint:?} has no port; {allowed}."));
     };
-    let port_ok = port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok_and(|p| p > 0);
+    let port_ok =
+        port.bytes().all(|b| b.is_ascii_digit()) && !port.starts_with('0') && port.parse::<u16>().is_ok_and(|p| p > 0);
     if !port_ok {
         return Err(format!(
-            "{endpoint:?} has port {port:?}; the port must be a number from 1 to 65535."
+            "{endpoint:?} has port {port:?}; the port must be a number from 1 to 65535, without leading zeros."
         ));
     }
     if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
