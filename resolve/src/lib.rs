@@ -10,6 +10,18 @@
 //! let resolution = locality_resolve::resolve(&options).expect("a map or a fallback");
 //! println!("read from {}", resolution.endpoint);
 //! ```
+//!
+//! With the check, as the consuming guide shows it:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut options = locality_resolve::Options::new(locality_resolve::MapSource::parse("ssm:/prod/cache/replica-map")?);
+//! options.check = true;
+//! let resolution = locality_resolve::resolve(&options)?;
+//! // resolution.endpoint, resolution.route, resolution.reason
+//! # Ok(())
+//! # }
+//! ```
 
 #[cfg(feature = "aws")]
 pub mod aws_error;
