@@ -93,7 +93,21 @@ pub async fn send(policy: &RetryPolicy, build: impl Fn() -> RequestBuilder) -> R
                 tracing::debug!(error = %without_url(&e), wait_ms = wait.as_millis() as u64, "retrying after a transport error");
                 tokio::time::sleep(wait).await;
             }
-            Err(e) => return Err(SendError::Transport(without_url(&e))),
+            Err(e) => {
+                // What was being done, and where: the method and the URL without its query.
+                let request = build().build().ok().map(|r| {
+                    let mut url = r.url().clone();
+                    url.set_query(None);
+                    let _ = url.set_password(None);
+                    let _ = url.set_username("");
+                    format!("{} {url}: ", r.method())
+                });
+                return Err(SendError::Transport(format!(
+                    "{}{}",
+                    request.unwrap_or_default(),
+                    without_url(&e)
+                )));
+            }
         }
         attempt += 1;
     }

@@ -543,3 +543,37 @@ async fn regional_path_matcher_and_route_rule_weights() {
     .await
     .unwrap();
 }
+
+/// Cloudflare and Google errors as users see them: what was being done (the request), against
+/// which endpoint, and the cause — one sentence, with no token in it.
+#[test]
+fn api_errors_say_what_where_and_why() {
+    let closed = common::server_port();
+    let tf = Terraform::dev_overrides();
+    tf.write(
+        "main.tf",
+        &format!(
+            "{PREAMBLE}\nprovider \"locality\" {{\n  cloudflare {{\n    api_token = \"cf-secret-token\"\n    base_url  = \"http://127.0.0.1:{closed}/client/v4\"\n  }}\n  google {{\n    access_token = \"{TOKEN}\"\n    base_url     = \"http://127.0.0.1:{closed}/compute/v1/\"\n    project      = \"{PROJECT}\"\n  }}\n}}\n\n\
+             resource \"locality_region_hint\" \"a\" {{\n  zone_id   = \"023e105f4ecef8ad9ca31a8372d0c353\"\n  origin_ip = \"192.0.2.1\"\n  vendor    = \"aws\"\n  region    = \"us-east-1\"\n}}\n\n\
+             resource \"locality_weighted_backend\" \"w\" {{\n  url_map = \"{MAP}\"\n  weights = {{ \"web-bs\" = 100 }}\n}}\n"
+        ),
+    );
+    let out = tf
+        .fails(&["apply", "-auto-approve"])
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        out.contains(&format!(
+            "GET http://127.0.0.1:{closed}/client/v4/zones/023e105f4ecef8ad9ca31a8372d0c353/origin/cloud_regions: could not connect: Connection refused"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "URL map {PROJECT}/{MAP}: GET http://127.0.0.1:{closed}/compute/v1/projects/{PROJECT}/global/urlMaps/{MAP}: could not connect: Connection refused"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("cf-secret-token") && !out.contains(TOKEN), "{out}");
+}
