@@ -435,3 +435,62 @@ async fn tokens_that_expire_between_action_steps_are_refreshed() {
     .await
     .unwrap();
 }
+
+/// Issue 27: a `credentials` value that is neither a readable path nor JSON is never repeated
+/// (an access token or a mangled key put in GOOGLE_CREDENTIALS must not reach plan output);
+/// base64-encoded JSON and a leading byte-order mark are accepted, as the Google provider
+/// does; a base URL with user-info is shown without it. (Before the fix, the value was
+/// printed whole in the "file … does not exist" message, and the URL with its password.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
+    use base64::Engine as _;
+    let auth = FakeGoogleAuth::start().await;
+    let compute = compute_for(&auth).await;
+    let key = auth.service_account_key(DEPLOYER, PROJECT);
+    tokio::task::spawn_blocking(move || {
+        let mut tf = Terraform::dev_overrides();
+        tf.write("main.tf", &config(&compute, &format!("    project = \"{PROJECT}\"\n"), 0));
+        // A token, a truncated base64 key, and a key with its first byte lost: errors that
+        // never show the value.
+        let secret_b64 = base64::engine::general_purpose::STANDARD.encode(format!("{key}SECRET-MARKER"));
+        for value in [
+            "ya29.a0SECRET-MARKER-token-value".to_string(),
+            secret_b64[..secret_b64.len() - 3].to_string(),
+            format!("\"type\": \"service_account\", \"private_key\": \"SECRET-MARKER\"}}"),
+        ] {
+            tf.env("GOOGLE_CREDENTIALS", &value);
+            let out = flat(&tf.fails(&["plan"]));
+            assert!(
+                out.contains("is neither the path of a readable file nor credentials JSON") && out.contains("is not shown"),
+                "{out}"
+            );
+            assert!(!out.contains("SECRET-MARKER") && !out.contains(&value[..20.min(value.len())]), "{out}");
+        }
+        // Base64-encoded JSON and JSON with a byte-order mark (content and file) work.
+        let b64 = base64::engine::general_purpose::STANDARD.encode(key.to_string());
+        tf.env("GOOGLE_CREDENTIALS", &b64);
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(weights(&compute), [0, 100]);
+        tf.env("GOOGLE_CREDENTIALS", &format!("\u{feff}{key}"));
+        tf.assert_no_changes();
+        let path = tf.path("bom-key.json");
+        std::fs::write(&path, format!("\u{feff}{key}")).unwrap();
+        tf.env("GOOGLE_CREDENTIALS", path.to_str().unwrap());
+        tf.assert_no_changes();
+        assert!(callers(&compute).iter().all(|c| c == &format!("sa:{DEPLOYER}")));
+
+        // A base URL with user-info: refused, shown without it.
+        tf.env_remove("GOOGLE_CREDENTIALS");
+        tf.write(
+            "main.tf",
+            &config(&compute, "    access_token = \"t\"\n", 0).replace("http://127.0.0.1", "http://admin:SECRET-MARKER@127.0.0.1"),
+        );
+        let out = flat(&tf.fails(&["validate"]));
+        assert!(out.contains("carries credentials before the host (not shown)"), "{out}");
+        // Terraform itself echoes the configuration line once; the provider's message does not.
+        assert_eq!(out.matches("SECRET-MARKER").count(), 1, "{out}");
+        assert!(out.contains("/compute/v1\" carries credentials"), "{out}");
+    })
+    .await
+    .unwrap();
+}

@@ -483,31 +483,65 @@ fn resolve_google(config: &Value, diags: &mut Diagnostics) -> GoogleConfig {
     }
 }
 
-/// `credentials`: the JSON content itself (it starts with `{`), else a path (`~/` is the home
-/// directory). Returns the content, where it came from, and what it is.
+/// `credentials`: the JSON content itself (it starts with `{`, after an optional byte-order
+/// mark), else a path (`~/` is the home directory), else base64-encoded JSON (as CI secrets
+/// often hold it). Returns the content, where it came from, and what it is. A value that is
+/// none of these is an error that never repeats it: it may be a key or a token.
 fn load_credentials(
     value: &str,
     name: &str,
 ) -> Result<(Secret, String, crate::provider::google::auth::CredentialsInfo), String> {
     use crate::provider::google::auth::inspect_credentials;
-    let (content, origin) = if value.trim_start().starts_with('{') {
-        (value.to_string(), format!("{name} (JSON content)"))
+    use base64::Engine as _;
+    let without_bom = |text: &str| text.strip_prefix('\u{feff}').unwrap_or(text).to_string();
+    let value_trimmed = without_bom(value.trim_start());
+    let (content, origin) = if value_trimmed.trim_start().starts_with('{') {
+        (value_trimmed, format!("{name} (JSON content)"))
     } else {
         let path = match (value.strip_prefix("~/"), std::env::var_os("HOME")) {
             (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
             _ => std::path::PathBuf::from(value),
         };
-        let origin = format!("{name} (file {})", path.display());
-        match std::fs::read_to_string(&path) {
-            Ok(content) => (content, origin),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(format!(
-                    "{origin} does not exist. Give the path of a credentials JSON file (a service-account key, \
-                     gcloud's application_default_credentials.json, a workload identity federation configuration) \
-                     or its content."
-                ))
+        let looks_like_a_path = value.len() < 4096 && !value.contains('\n');
+        match looks_like_a_path.then(|| std::fs::read_to_string(&path)) {
+            Some(Ok(content)) => (without_bom(&content), format!("{name} (file {})", path.display())),
+            Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound && path.exists() => {
+                return Err(format!("{name} (file {}) cannot be read: {e}.", path.display()))
             }
-            Err(e) => return Err(format!("{origin} cannot be read: {e}.")),
+            _ => {
+                let compact: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+                let decoded = base64::engine::general_purpose::STANDARD
+                    .decode(compact.as_bytes())
+                    .ok()
+                    .and_then(|bytes| String::from_utf8(bytes).ok())
+                    .map(|text| without_bom(text.trim_start()))
+                    .filter(|text| text.starts_with('{'));
+                // A value named like a key file is a path, and shown; anything else may be a secret.
+                let named_like_a_file = value.len() < 1024
+                    && !value.contains(char::is_whitespace)
+                    && value.to_ascii_lowercase().ends_with(".json");
+                match decoded {
+                    Some(json) => (json, format!("{name} (base64-encoded JSON content)")),
+                    None if named_like_a_file => {
+                        return Err(format!(
+                            "{name} (file {}) does not exist. Give the path of a credentials JSON file (a service-account \
+                             key, gcloud's application_default_credentials.json, a workload identity federation \
+                             configuration) or its content.",
+                            path.display()
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "{name} is neither the path of a readable file nor credentials JSON (nor base64-encoded \
+                             JSON); the value ({} characters) is not shown, since it may be a key or a token. Give \
+                             the path of a credentials JSON file (a service-account key, gcloud's \
+                             application_default_credentials.json, a workload identity federation configuration) or \
+                             its content; an access token goes in `access_token` (GOOGLE_OAUTH_ACCESS_TOKEN).",
+                            value.chars().count()
+                        ))
+                    }
+                }
+            }
         }
     };
     let info = inspect_credentials(&content).map_err(|problem| format!("{origin} {problem}"))?;
@@ -543,11 +577,19 @@ pub fn check_service_account_email(email: &str) -> Result<(), String> {
 pub fn check_base_url(url: &str) -> Result<(), String> {
     // Parsed as browsers and reqwest parse it, so the host checked is the host connected to:
     // in `http://127.0.0.1:1@evil.example/` that is evil.example, not 127.0.0.1.
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| format!("{url:?} is not an absolute URL ({e}); expected https://host/path."))?;
+    let parsed = reqwest::Url::parse(url).map_err(|e| {
+        format!(
+            "{:?} is not an absolute URL ({e}); expected https://host/path.",
+            without_userinfo_text(url)
+        )
+    })?;
     if !parsed.username().is_empty() || parsed.password().is_some() {
+        let mut shown = parsed.clone();
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
         return Err(format!(
-            "{url:?} carries credentials before the host; give the host only (credentials go in `api_token`/`access_token` or the AWS chain)."
+            "{:?} carries credentials before the host (not shown); give the host only (credentials go in `api_token`/`access_token` or the AWS chain).",
+            shown.as_str()
         ));
     }
     let loopback = match parsed.host() {
@@ -562,6 +604,19 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
         _ => Err(format!(
             "{url:?} must use https; plain http is allowed only for a loopback host (127.0.0.1, ::1, localhost)."
         )),
+    }
+}
+
+/// `url` as typed, with anything between `//` and the last `@` before the path hidden: an
+/// unparseable URL may still carry a password.
+fn without_userinfo_text(url: &str) -> String {
+    let Some(start) = url.find("//").map(|i| i + 2) else {
+        return url.to_string();
+    };
+    let authority_end = url[start..].find(['/', '?', '#']).map_or(url.len(), |i| start + i);
+    match url[start..authority_end].rfind('@') {
+        Some(at) => format!("{}…@{}", &url[..start], &url[start + at + 1..]),
+        None => url.to_string(),
     }
 }
 
