@@ -43,7 +43,7 @@ where
                 (None, None) => "the service refused the request without an error code".to_string(),
             }
         }
-        SdkError::TimeoutError(_) => "no answer within the time limit".to_string(),
+        // (A timeout's chain says which limit: "request has timed out: … after 3s".)
         other => chain(other),
     }
 }
