@@ -6,12 +6,13 @@
 //! - [`provider`]: the `locality` provider's resources and data sources;
 //! - [`ranges`]: the clouds' published IP ranges and the lookup over them;
 //! - leaves that import nothing above them: [`naming`], [`regions`] (the region catalogue),
-//!   [`http`] (retries and backoff).
+//!   [`http`] (retries and backoff), [`files`] (safe replacement and reading of files).
 //!
 //! Layers (checked by `tests/architecture.rs`): the leaves at the bottom; `ranges` and
 //! `generator` on the leaves; `tfplugin` on nothing; `provider` on all of these but the
 //! generator. Nothing imports from a layer above it.
 
+pub mod files;
 pub mod generator;
 pub mod http;
 pub mod naming;

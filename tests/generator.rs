@@ -705,3 +705,32 @@ fn check_of_an_unreadable_file_is_an_error() {
     let out = locality(&["gen", "spec.hcl", "-o", "missing.tf", "--check"], dir.path());
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Issue 27: `-o` writes through an exclusive temporary file with a random name; a symlink
+/// planted at the name the old code used (`lb.locality-gen.tmp`) is never followed.
+#[test]
+fn output_is_written_without_following_a_planted_temporary_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/generator/tokyo-osaka.hcl"),
+        dir.path().join("spec.hcl"),
+    )
+    .unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join("lb.locality-gen.tmp")).unwrap();
+    let out = locality(&["gen", "spec.hcl", "-o", "lb.tf"], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    assert!(std::fs::read_to_string(dir.path().join("lb.tf"))
+        .unwrap()
+        .contains("google_compute_url_map"));
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.ends_with(".tmp") && n != "lb.locality-gen.tmp"),
+        "{names:?}"
+    );
+}

@@ -449,7 +449,10 @@ async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
     let key = auth.service_account_key(DEPLOYER, PROJECT);
     tokio::task::spawn_blocking(move || {
         let mut tf = Terraform::dev_overrides();
-        tf.write("main.tf", &config(&compute, &format!("    project = \"{PROJECT}\"\n"), 0));
+        tf.write(
+            "main.tf",
+            &config(&compute, &format!("    project = \"{PROJECT}\"\n"), 0),
+        );
         // A token, a truncated base64 key, and a key with its first byte lost: errors that
         // never show the value.
         let secret_b64 = base64::engine::general_purpose::STANDARD.encode(format!("{key}SECRET-MARKER"));
@@ -461,10 +464,14 @@ async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
             tf.env("GOOGLE_CREDENTIALS", &value);
             let out = flat(&tf.fails(&["plan"]));
             assert!(
-                out.contains("is neither the path of a readable file nor credentials JSON") && out.contains("is not shown"),
+                out.contains("is neither the path of a readable file nor credentials JSON")
+                    && out.contains("is not shown"),
                 "{out}"
             );
-            assert!(!out.contains("SECRET-MARKER") && !out.contains(&value[..20.min(value.len())]), "{out}");
+            assert!(
+                !out.contains("SECRET-MARKER") && !out.contains(&value[..20.min(value.len())]),
+                "{out}"
+            );
         }
         // Base64-encoded JSON and JSON with a byte-order mark (content and file) work.
         let b64 = base64::engine::general_purpose::STANDARD.encode(key.to_string());
@@ -483,7 +490,8 @@ async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
         tf.env_remove("GOOGLE_CREDENTIALS");
         tf.write(
             "main.tf",
-            &config(&compute, "    access_token = \"t\"\n", 0).replace("http://127.0.0.1", "http://admin:SECRET-MARKER@127.0.0.1"),
+            &config(&compute, "    access_token = \"t\"\n", 0)
+                .replace("http://127.0.0.1", "http://admin:SECRET-MARKER@127.0.0.1"),
         );
         let out = flat(&tf.fails(&["validate"]));
         assert!(out.contains("carries credentials before the host (not shown)"), "{out}");

@@ -528,3 +528,67 @@ fn drift_in_replicas_and_zone_ids_names_the_zone() {
     tf.ok(&["apply", "-auto-approve"]);
     tf.assert_no_changes();
 }
+
+/// Issue 27, files: refresh and import read the map's path itself (a symlink there, a
+/// directory, a file over 4 MiB are errors, and nothing they point to reaches state); writes
+/// give mode 0600 whatever the old file's mode (setuid, world-writable); a path with `..` is
+/// refused; a file already there at create is replaced with a warning. (Before: refresh
+/// followed a symlink and stored the 0600 file it pointed to in terraform.tfstate; a write
+/// kept an existing file's setuid and world-writable bits.)
+#[test]
+fn the_map_file_is_read_and_written_as_itself() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tf = Terraform::dev_overrides();
+    let mode = |p: &std::path::Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+    // A file already at the path, setuid and world-writable: adopted with a warning, 0600.
+    tf.write("replicas.json", "old content");
+    std::fs::set_permissions(tf.path("replicas.json"), std::fs::Permissions::from_mode(0o4777)).unwrap();
+    tf.write("main.tf", &config(TOPOLOGY, "replicas.json"));
+    let out = tf.ok(&["apply", "-auto-approve"]);
+    assert!(out.contains("Existing file replaced"), "{out}");
+    assert_eq!(std::fs::read_to_string(tf.path("replicas.json")).unwrap(), DOC);
+    assert_eq!(mode(&tf.path("replicas.json")), 0o600);
+
+    // A symlink planted at the path, to a private file: refresh refuses it, and the private
+    // content never reaches the state.
+    tf.write("private.txt", "PRIVATE-MARKER db_password=hunter2");
+    std::fs::set_permissions(tf.path("private.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::remove_file(tf.path("replicas.json")).unwrap();
+    std::os::unix::fs::symlink(tf.path("private.txt"), tf.path("replicas.json")).unwrap();
+    let out = tf.fails(&["plan"]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(out.contains("it is a symbolic link, which is not followed"), "{out}");
+    assert!(!out.contains("PRIVATE-MARKER"), "{out}");
+    assert!(!tf.read("terraform.tfstate").unwrap().contains("PRIVATE-MARKER"));
+    // Import through a symlink, of a directory, of a huge file: refused, nothing stored.
+    let import = |id: &str| {
+        tf.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
+        let out = tf
+            .fails(&["import", "locality_zone_replica_map.cache", id])
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            !tf.read("terraform.tfstate")
+                .unwrap_or_default()
+                .contains("PRIVATE-MARKER"),
+            "{out}"
+        );
+        out
+    };
+    let out = import(&format!("file:{}", tf.path("replicas.json").display()));
+    assert!(out.contains("symbolic link"), "{out}");
+    // (Back to a state holding the resource, for the next imports' `state rm`.)
+    std::fs::remove_file(tf.path("replicas.json")).unwrap();
+    tf.ok(&["apply", "-auto-approve"]);
+    let out = import(&format!("file:{}", tf.dir.path().display()));
+    assert!(out.contains("not a regular file"), "{out}");
+    tf.ok(&["apply", "-auto-approve"]);
+    tf.write("huge.json", &"x".repeat(5 << 20));
+    let out = import(&format!("file:{}", tf.path("huge.json").display()));
+    assert!(out.contains("larger than 4194304 bytes"), "{out}");
+
+    // `..` in the path: refused at plan time.
+    tf.write("main.tf", &config(TOPOLOGY, "out/../../replicas.json"));
+    let out = tf.fails(&["validate"]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(out.contains("has `..` components"), "{out}");
+}

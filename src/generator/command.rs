@@ -89,12 +89,11 @@ pub fn run(args: &GenArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8
             1
         }
         (Some(path), false) => {
-            let temp = path.with_extension("locality-gen.tmp");
-            let written = std::fs::write(&temp, &output).and_then(|()| std::fs::rename(&temp, path));
-            match written {
+            // An exclusive temporary file with a random name, synced and renamed: a name planted
+            // in a shared folder is never followed. The output is not secret: 0644.
+            match crate::files::write_atomically(path, output.as_bytes(), 0o644) {
                 Ok(()) => 0,
                 Err(e) => {
-                    let _ = std::fs::remove_file(&temp);
                     let _ = writeln!(stderr, "error: cannot write {}: {e}", path.display());
                     2
                 }

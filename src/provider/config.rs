@@ -522,14 +522,12 @@ fn load_credentials(
                     && value.to_ascii_lowercase().ends_with(".json");
                 match decoded {
                     Some(json) => (json, format!("{name} (base64-encoded JSON content)")),
-                    None if named_like_a_file => {
-                        return Err(format!(
-                            "{name} (file {}) does not exist. Give the path of a credentials JSON file (a service-account \
+                    None if named_like_a_file => return Err(format!(
+                        "{name} (file {}) does not exist. Give the path of a credentials JSON file (a service-account \
                              key, gcloud's application_default_credentials.json, a workload identity federation \
                              configuration) or its content.",
-                            path.display()
-                        ))
-                    }
+                        path.display()
+                    )),
                     None => {
                         return Err(format!(
                             "{name} is neither the path of a readable file nor credentials JSON (nor base64-encoded \

@@ -205,7 +205,8 @@ async fn azure_json(location: &str) -> Result<Json, String> {
 }
 
 /// `locality ranges update`: builds a snapshot from the four files and writes it to `output`
-/// (through a temporary file in the same folder, renamed into place; folders are created).
+/// (through an exclusive temporary file in the same folder, synced and renamed into place;
+/// folders are created).
 ///
 /// # Errors
 /// A message naming the file that could not be read or parsed.
@@ -229,16 +230,9 @@ pub async fn update(
     let table = Table::new(&date, ranges)?;
     let bytes = table.encode();
     let shown = output.display();
-    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
-    let temporary = output.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&temporary, &bytes)
-        .and_then(|()| std::fs::rename(&temporary, output))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&temporary);
-            format!("{shown}: {e}")
-        })?;
+    // An exclusive temporary file with a random name, synced and renamed (folders created): a
+    // name planted in a shared folder is never followed.
+    crate::files::write_atomically(output, &bytes, 0o644).map_err(|e| format!("{shown}: {e}"))?;
     let _ = writeln!(
         out,
         "wrote {shown} ({} ranges, {} bytes, dated {date})\nuse it: export {RANGES_FILE_ENV}={shown}",

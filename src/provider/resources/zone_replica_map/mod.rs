@@ -260,6 +260,20 @@ async fn publish(
         return None;
     };
     planned.id = target.id().into();
+    // A file already at the path when the resource is created is adopted: replaced, with a
+    // warning (an SSM parameter is refused instead: it may be someone else's; a file at a path
+    // this configuration names is the configuration's).
+    if let (true, Target::File(path)) = (creating, &target) {
+        if std::fs::symlink_metadata(path).is_ok() {
+            diags.warning(
+                "Existing file replaced",
+                format!(
+                    "{} already existed; it was replaced by the published map, with mode 0600 (a symbolic link there is replaced itself, not followed). Its previous content and mode are not kept.",
+                    path.display()
+                ),
+            );
+        }
+    }
     let version = diags.check(target.write(&ctx.data, &document, creating).await)?;
     planned.version = version.into();
     Some(planned)

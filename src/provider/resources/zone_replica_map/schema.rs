@@ -103,8 +103,12 @@ pub fn schema() -> Schema {
                 Nesting::List,
                 Block::new(
                     "Publish to a local file that the resource owns (created, rewritten, and removed on destroy). \
-                     Every write is atomic (an exclusive temporary file in the same folder, fsync, rename); a new \
-                     file gets mode 0600, an existing file keeps its mode. Exactly one publish target (`secretsmanager`, `ssm_parameter` or `file`) is required.",
+                     Every write is atomic (an exclusive temporary file with a random name in the same folder, \
+                     fsync, rename) and gives the file mode 0600, whatever mode a file there had (never setuid, \
+                     setgid or sticky). A file already at the path when the resource is created is adopted: \
+                     replaced, with a warning. Refresh and import read the path itself: a symbolic link there, \
+                     anything but a regular file, or a file over 4 MiB is an error, never followed into state. \
+                     A path with `..` components is refused. Exactly one publish target (`secretsmanager`, `ssm_parameter` or `file`) is required.",
                 )
                 .attribute(
                     Attribute::string("path")

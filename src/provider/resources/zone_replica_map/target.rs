@@ -99,11 +99,23 @@ impl Target {
     /// [`PublishError`], naming the target.
     pub async fn read(&self, data: &ProviderData) -> Result<Option<(String, String)>, PublishError> {
         match self {
-            Target::File(path) => match tokio::fs::read(path).await {
-                Ok(bytes) => Ok(Some((String::from_utf8_lossy(&bytes).into_owned(), sha256_hex(&bytes)))),
-                Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(self.io(e)),
-            },
+            Target::File(path) => {
+                // The path itself: a symlink there, or anything but a regular file, is refused
+                // (refresh and import would store what it points to in state), and so is a
+                // file over MAX_FILE_BYTES.
+                refuse_parent_components(path).map_err(|e| self.io(e))?;
+                let owned = path.clone();
+                let read = tokio::task::spawn_blocking(move || crate::files::read_regular(&owned, MAX_FILE_BYTES))
+                    .await
+                    .map_err(|e| self.io(std::io::Error::other(e)))?;
+                match read {
+                    Ok(bytes) => Ok(Some((String::from_utf8_lossy(&bytes).into_owned(), sha256_hex(&bytes)))),
+                    Err(crate::files::ReadError::NotFound) => Ok(None),
+                    Err(problem) => Err(self.io(std::io::Error::other(format!(
+                        "not read: {problem} (the map's file must be a regular file of at most {MAX_FILE_BYTES} bytes)"
+                    )))),
+                }
+            }
             Target::SecretsManager(id) => data.aws().await.read_secret(id).await.map_err(|e| self.aws(e)),
             Target::SecretKey { secret_id, key } => {
                 let Some((text, version)) = data.aws().await.read_secret(secret_id).await.map_err(|e| self.aws(e))?
@@ -157,6 +169,7 @@ impl Target {
     pub async fn write(&self, data: &ProviderData, document: &str, creating: bool) -> Result<String, PublishError> {
         match self {
             Target::File(path) => {
+                refuse_parent_components(path).map_err(|e| self.io(e))?;
                 write_atomically(path, document.as_bytes())
                     .await
                     .map_err(|e| self.io(e))?;
@@ -248,50 +261,30 @@ impl Target {
     }
 }
 
-/// Replaces `path` with `bytes` so that readers see the old file or the new one, never a part:
-/// a temporary file with a random name is created next to it (exclusively: an existing file
-/// or a symlink planted at that name is never followed or overwritten), written, synced, given
-/// the existing file's mode (new files: 0600), and renamed over the target.
-async fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let (path, bytes) = (path.to_path_buf(), bytes.to_vec());
-    tokio::task::spawn_blocking(move || write_atomically_blocking(&path, &bytes))
-        .await
-        .map_err(std::io::Error::other)?
+/// The largest map file read back (a map of every AZ of every region is a few kilobytes).
+pub(super) const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// The mode of the published file (until a `file_permission` attribute exists): readable and
+/// writable by the user Terraform runs as, nobody else.
+pub(super) const FILE_MODE: u32 = 0o600;
+
+fn refuse_parent_components(path: &Path) -> std::io::Result<()> {
+    if crate::files::has_parent_component(path) {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            "a path with `..` components is refused; give the file's path without them",
+        ));
+    }
+    Ok(())
 }
 
-fn write_atomically_blocking(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mode = match std::fs::metadata(path) {
-        Ok(meta) => meta.permissions().mode() & 0o7777,
-        Err(e) if e.kind() == ErrorKind::NotFound => 0o600,
-        Err(e) => return Err(e),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = path.with_file_name(format!(".{file_name}.locality-{:016x}.tmp", fastrand::u64(..)));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        // The mode given at creation is reduced by the umask: set it exactly.
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+/// Replaces `path` with `bytes` (see [`crate::files::write_atomically`]), with [`FILE_MODE`]
+/// whatever mode an existing file had.
+async fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (path, bytes) = (path.to_path_buf(), bytes.to_vec());
+    tokio::task::spawn_blocking(move || crate::files::write_atomically(&path, &bytes, FILE_MODE))
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 #[cfg(test)]
@@ -300,23 +293,18 @@ mod tests {
 
     use super::*;
 
-    fn mode(path: &Path) -> u32 {
-        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
-    }
-
     #[tokio::test]
-    async fn files_are_replaced_whole_keeping_their_mode() {
-        // Issue 11: exclusive temp file, fsync, rename, existing mode kept, new files 0600.
+    async fn files_are_replaced_whole_with_the_documented_mode() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/replicas.json");
         write_atomically(&path, b"one").await.unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"one");
-        assert_eq!(mode(&path), 0o600);
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o4777)).unwrap();
         write_atomically(&path, b"two").await.unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        assert_eq!(mode(&path), 0o644);
-        let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
-        assert_eq!(left.len(), 1, "no temporary file is left behind");
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(
+            (std::fs::read(&path).unwrap(), meta.permissions().mode() & 0o7777),
+            (b"two".to_vec(), FILE_MODE)
+        );
+        assert!(refuse_parent_components(Path::new("out/../../etc/x.json")).is_err());
     }
 }

@@ -203,7 +203,13 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
     }
     for (i, file) in blocks(&config.file).iter().enumerate() {
         if let Some(path) = file.path.get() {
-            if path.trim().is_empty() || path.ends_with('/') {
+            if crate::files::has_parent_component(std::path::Path::new(path)) {
+                diags.attribute_error(
+                    AttributePath::root("file").index(i).attr("path"),
+                    "Invalid path",
+                    format!("{path:?} has `..` components; give the file's path without them (an absolute path, or one below the directory Terraform runs in)."),
+                );
+            } else if path.trim().is_empty() || path.ends_with('/') {
                 diags.attribute_error(
                     AttributePath::root("file").index(i).attr("path"),
                     "Invalid path",
