@@ -49,8 +49,36 @@ pub fn client_with_agent(timeout: Duration, user_agent: &str) -> reqwest::Client
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(10))
         .user_agent(user_agent)
+        .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
         .build()
         .expect("the TLS backend initialises")
+}
+
+/// The cloud APIs answer where they are asked; a redirect is followed only to the same scheme,
+/// host and port (at most 5 times). One to another host could carry a request body (307/308)
+/// there, and one from https to http would send it in the clear: both are refused, and the
+/// error says where it was sent.
+fn same_origin_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let Some(first) = attempt.previous().first() else {
+        return attempt.stop();
+    };
+    let next = attempt.url();
+    let same_origin = next.scheme() == first.scheme()
+        && next.host_str() == first.host_str()
+        && next.port_or_known_default() == first.port_or_known_default();
+    if !same_origin {
+        let mut shown = next.clone();
+        shown.set_query(None);
+        let _ = shown.set_password(None);
+        let _ = shown.set_username("");
+        let message =
+            format!("a redirect to another origin ({shown}) was refused: the API must answer where it is asked");
+        return attempt.error(message);
+    }
+    if attempt.previous().len() > 5 {
+        return attempt.error("more than 5 redirects");
+    }
+    attempt.follow()
 }
 
 fn retryable(status: StatusCode) -> bool {

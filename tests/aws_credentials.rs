@@ -436,3 +436,43 @@ async fn aws_errors_are_one_readable_sentence() {
     .await
     .unwrap();
 }
+
+/// Issue 27: the https-or-loopback rule holds for every endpoint the SDK uses, whatever set it:
+/// the per-service variable and `endpoint_url` in the shared config file too. (0.0.0.0 is not
+/// loopback by the rule, and a connection to it would stay on this machine: nothing is sent
+/// anywhere when the rule works.) Before the fix, PutSecretValue/PutParameter went out over
+/// plain http with the session token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_aws_endpoint_is_https_or_loopback_whatever_set_it() {
+    let moto = Moto::start();
+    tokio::task::spawn_blocking(move || {
+        let mut tf = terraform(&moto);
+        let plain = format!("http://0.0.0.0:{}", common::server_port());
+        tf.env("AWS_ACCESS_KEY_ID", "AKIDBASE");
+        tf.env("AWS_SECRET_ACCESS_KEY", "base-secret");
+        tf.env("AWS_SESSION_TOKEN", "SESSION-TOKEN-MARKER");
+        tf.env("AWS_MAX_ATTEMPTS", "1");
+        let without_endpoint = config(&moto, "").replace(&format!("    endpoint_url = \"{}\"\n", moto.endpoint), "");
+        tf.write("main.tf", &without_endpoint);
+        // The per-service variable.
+        tf.env("AWS_ENDPOINT_URL_SSM", &plain);
+        let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+        assert!(out.contains(&format!("the AWS endpoint {plain} is refused")), "{out}");
+        assert!(!out.contains("SESSION-TOKEN-MARKER"), "{out}");
+        tf.env_remove("AWS_ENDPOINT_URL_SSM");
+        // endpoint_url in the shared config file's profile.
+        tf.write("home/.aws/config", &format!("[default]\nendpoint_url = {plain}\n"));
+        tf.env_remove("AWS_ENDPOINT_URL");
+        let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+        assert!(out.contains(&format!("the AWS endpoint {plain} is refused")), "{out}");
+        // Loopback over http (moto) stays allowed.
+        tf.write(
+            "home/.aws/config",
+            &format!("[default]\nendpoint_url = {}\n", moto.endpoint),
+        );
+        tf.env_remove("AWS_SESSION_TOKEN");
+        tf.ok(&["apply", "-auto-approve"]);
+    })
+    .await
+    .unwrap();
+}

@@ -448,3 +448,57 @@ async fn a_path_matcher_route_changes_and_every_other_byte_stays() {
         ),
     );
 }
+
+/// Issue 27: the API clients follow a redirect only to the same origin; one to another host
+/// (which would carry a 307's body there) or from https to http is refused, saying where.
+#[tokio::test]
+async fn redirects_leave_neither_the_origin_nor_https() {
+    use axum::response::IntoResponse;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route(
+            "/same",
+            axum::routing::post(move || async move {
+                (axum::http::StatusCode::TEMPORARY_REDIRECT, [("location", "/final")]).into_response()
+            }),
+        )
+        .route(
+            "/final",
+            axum::routing::post(|body: String| async move { format!("got {body}") }),
+        )
+        .route(
+            "/elsewhere",
+            axum::routing::post(move || async move {
+                // Another host: 127.0.0.2 is loopback too, but another origin.
+                (
+                    axum::http::StatusCode::TEMPORARY_REDIRECT,
+                    [("location", format!("http://127.0.0.2:{}/final?token=x", addr.port()))],
+                )
+                    .into_response()
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = locality::http::client(std::time::Duration::from_secs(5));
+    let policy = RetryPolicy {
+        attempts: 1,
+        ..quick_retries()
+    };
+    let base = format!("http://{addr}");
+    let same = locality::http::send(&policy, || client.post(format!("{base}/same")).body("the-body"))
+        .await
+        .unwrap();
+    assert_eq!(same.text().await.unwrap(), "got the-body");
+    let err = locality::http::send(&policy, || client.post(format!("{base}/elsewhere")).body("SECRET-BODY"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "a redirect to another origin (http://127.0.0.2:{}/final) was refused",
+            addr.port()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("token=x") && !err.contains("SECRET-BODY"), "{err}");
+}

@@ -37,7 +37,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// The declared substitutions, printed with every failure.
 const SUBSTITUTIONS: &str = "sh-run/release-steps environment: PATH += the built `locality`; AWS_ACCESS_KEY_ID/SECRET=testing, \
 AWS_REGION=ap-northeast-1, AWS_ENDPOINT_URL=moto (holding /prod/cache/replica-map); LOCALITY_ZONE=ap-northeast-1a; \
-HOME=a temp dir; cwd holds replica-map.json and spec.hcl (examples/generator/tokyo-osaka.hcl) with its current output as failover.tf. \
+HOME and XDG_RUNTIME_DIR=a temp dir; cwd holds replica-map.json and spec.hcl (examples/generator/tokyo-osaka.hcl) with its current output as failover.tf. \
 release-steps: VERSION = Cargo.toml's version. Terraform blocks: versions.tf with required_providers for locality and google.";
 
 /// One fenced block.
@@ -268,6 +268,8 @@ async fn shell_env(moto: &common::moto::Moto) -> ShellEnv {
         ("AWS_ENDPOINT_URL".into(), moto.endpoint.clone()),
         ("AWS_EC2_METADATA_DISABLED".into(), "true".into()),
         ("LOCALITY_ZONE".into(), "ap-northeast-1a".into()),
+        // locality resolve's default cache directory: this run's own.
+        ("XDG_RUNTIME_DIR".into(), home.display().to_string()),
     ];
     ShellEnv { dir, env }
 }

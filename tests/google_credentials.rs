@@ -486,6 +486,25 @@ async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
         tf.assert_no_changes();
         assert!(callers(&compute).iter().all(|c| c == &format!("sa:{DEPLOYER}")));
 
+        // Token endpoints named by a credentials file get the https-or-loopback rule too: a
+        // refresh token and client secret never go out over plain http.
+        for (field, content) in [
+            ("token_uri", serde_json::json!({"type": "authorized_user", "client_id": "c", "client_secret": "SECRET-MARKER", "refresh_token": "1//SECRET-MARKER", "token_uri": "http://oauth.example/token"})),
+            ("token_url", auth.external_account(serde_json::json!({"file": "/dev/null"}), None)),
+        ] {
+            let mut content = content;
+            if field == "token_url" {
+                content["token_url"] = "http://sts.example/v1/token".into();
+            }
+            let path = tf.path("http-endpoint.json");
+            std::fs::write(&path, content.to_string()).unwrap();
+            tf.env("GOOGLE_CREDENTIALS", path.to_str().unwrap());
+            let out = flat(&tf.fails(&["plan"]));
+            assert!(out.contains(&format!("has {field}: ")) && out.contains("must use https"), "{out}");
+            assert!(!out.contains("SECRET-MARKER"), "{out}");
+        }
+        assert!(auth.take_requests().is_empty(), "no token request was sent");
+
         // A base URL with user-info: refused, shown without it.
         tf.env_remove("GOOGLE_CREDENTIALS");
         tf.write(

@@ -48,6 +48,12 @@ fn resolve(env: &[(&str, &str)], args: &[&str]) -> Run {
     if !has_imds {
         cmd.env("AWS_EC2_METADATA_DISABLED", "true");
     }
+    // The default cache directory of a run that names none: its own, never the machine's
+    // per-user one (another test's unhealthy marks must not leak in).
+    let runtime = tempfile::tempdir().unwrap();
+    if !env.iter().any(|(k, _)| *k == "XDG_RUNTIME_DIR") {
+        cmd.env("XDG_RUNTIME_DIR", runtime.path());
+    }
     let started = Instant::now();
     let out = cmd.output().unwrap();
     Run {
@@ -874,6 +880,8 @@ async fn the_guides_entrypoint_hands_the_application_an_endpoint_on_every_path()
             ("AWS_EC2_METADATA_DISABLED", "true".into()),
             ("LOCALITY_ZONE", ZONE.into()),
             ("LOCALITY_FALLBACK", "reader.example:6379".into()),
+            // (locality resolve's default cache directory: this test's own.)
+            ("XDG_RUNTIME_DIR", dir.path().display().to_string()),
         ];
         let script = script.clone();
         let out = tokio::task::spawn_blocking(move || {

@@ -86,3 +86,76 @@ fn credentials_problem(error: &aws_credential_types::provider::error::Credential
         }
     }
 }
+
+/// An SDK interceptor that refuses, before anything is sent, a request to a plain-http
+/// endpoint whose host is not loopback — whatever set the endpoint (`endpoint_url`,
+/// `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>`, `endpoint_url` in the shared config file):
+/// a signed request carries the session token and the payload (a secret's value).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpsOrLoopback;
+
+impl aws_sdk_ssm::config::Intercept for HttpsOrLoopback {
+    fn name(&self) -> &'static str {
+        "HttpsOrLoopback"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_ssm::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_sdk_ssm::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_ssm::config::ConfigBag,
+    ) -> Result<(), aws_sdk_ssm::error::BoxError> {
+        check_endpoint_uri(context.request().uri()).map_err(Into::into)
+    }
+}
+
+/// The https-or-loopback rule on a request URI: `Err` with the sentence to show.
+///
+/// # Errors
+/// A plain-http (or other non-https) URI whose host is not loopback.
+pub fn check_endpoint_uri(uri: &str) -> Result<(), String> {
+    let (scheme, rest) = uri.split_once("://").unwrap_or(("", uri));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(inner) = host_port.strip_prefix('[') {
+        inner.split(']').next().unwrap_or_default()
+    } else {
+        host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
+    };
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if scheme.eq_ignore_ascii_case("https") || loopback {
+        return Ok(());
+    }
+    Err(format!(
+        "the AWS endpoint {scheme}://{host_port} is refused: AWS requests carry credentials and values, so an endpoint \
+         must use https (plain http only for a loopback host); check endpoint_url, AWS_ENDPOINT_URL, \
+         AWS_ENDPOINT_URL_<SERVICE> and endpoint_url in the shared config file"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_endpoint_uri;
+
+    #[test]
+    fn https_or_loopback() {
+        for ok in [
+            "https://ssm.ap-northeast-1.amazonaws.com/",
+            "http://127.0.0.1:5000/",
+            "http://localhost/x",
+            "http://[::1]:80/",
+        ] {
+            assert!(check_endpoint_uri(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://10.0.0.1:80/",
+            "http://127.0.0.1.evil.example/",
+            "http://user:pw@evil.example/",
+            "ftp://x/",
+        ] {
+            let problem = check_endpoint_uri(bad).unwrap_err();
+            assert!(!problem.contains("pw@"), "{problem}");
+        }
+    }
+}

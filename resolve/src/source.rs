@@ -164,7 +164,11 @@ mod aws {
         }
         match source {
             MapSource::Ssm(name) => {
-                let client = aws_sdk_ssm::Client::new(&config);
+                let client = aws_sdk_ssm::Client::from_conf(
+                    aws_sdk_ssm::config::Builder::from(&config)
+                        .interceptor(crate::aws_error::HttpsOrLoopback)
+                        .build(),
+                );
                 let out = client
                     .get_parameter()
                     .name(name)
@@ -177,7 +181,11 @@ mod aws {
                     .ok_or_else(|| format!("SSM parameter {name} has no value"))
             }
             MapSource::SecretsManager { id, key } => {
-                let client = aws_sdk_secretsmanager::Client::new(&config);
+                let client = aws_sdk_secretsmanager::Client::from_conf(
+                    aws_sdk_secretsmanager::config::Builder::from(&config)
+                        .interceptor(crate::aws_error::HttpsOrLoopback)
+                        .build(),
+                );
                 let out = client
                     .get_secret_value()
                     .secret_id(id)

@@ -19,7 +19,7 @@ pub struct CloudflareConfig {
 pub struct AwsConfig {
     /// Region; `None` means the standard AWS chain.
     pub region: Option<String>,
-    /// Endpoint override (block, else `AWS_ENDPOINT_URL`).
+    /// Endpoint override from the block (the environment's are the SDK's to read).
     pub endpoint_url: Option<String>,
     /// The named profile; `None` means the chain's (`AWS_PROFILE`, else `default`).
     pub profile: Option<String>,
@@ -118,7 +118,7 @@ pub fn schema() -> Schema {
              | `GOOGLE_APPLICATION_CREDENTIALS`, `HOME` (gcloud's `~/.config/gcloud/application_default_credentials.json`), `GCE_METADATA_HOST` | Google's Application Default Credentials, used when neither `access_token` nor `credentials` is set |\n\
              | `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES` | `1` lets an `external_account` credential run its executable |\n\
              | `AWS_REGION`, `AWS_PROFILE`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_ROLE_SESSION_NAME`, `AWS_CONTAINER_CREDENTIALS_*`, `AWS_EC2_METADATA_DISABLED`, `AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_MAX_ATTEMPTS` | the standard AWS chain, as every AWS SDK reads it (the `aws` block's attributes win) |\n\
-             | `AWS_ENDPOINT_URL` | `aws.endpoint_url` when the block does not set it |\n\
+             | `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>` (`_SSM`, `_SECRETS_MANAGER`, `_ELASTICACHE`, `_STS`), `endpoint_url` in the shared config file | the endpoints when `aws.endpoint_url` is not set, the service's own first, as in the AWS CLI; whatever sets them, plain `http` is refused unless the host is loopback |\n\
              | `TF_LOG_PROVIDER`, `TF_LOG` | the provider's log level (logs never carry credentials) |\n\
              | `LOCALITY_HTTP_TIMEOUT` | seconds one Cloudflare or Google request may take (default 60) |\n\
              | `LOCALITY_RANGES_FILE` | an IP-range snapshot written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region`, `locality_region_hints.origins` and `locality lookup` |\n\
@@ -208,8 +208,10 @@ pub fn schema() -> Schema {
                     .items(0, 1),
                 )
                 .attribute(Attribute::string("endpoint_url").optional().description(
-                    "Endpoint override for every AWS service. Default: `AWS_ENDPOINT_URL`, else AWS's own. \
-                     Must be `https` unless the host is a loopback address.",
+                    "Endpoint override for every AWS service. Default: the SDK's (`AWS_ENDPOINT_URL_<SERVICE>`, \
+                     `AWS_ENDPOINT_URL`, `endpoint_url` in the shared config file), else AWS's own. Every endpoint, \
+                     whatever sets it, must be `https` unless the host is a loopback address: a request to any \
+                     other is refused before it is sent.",
                 )),
         ))
         .block(NestedBlock::new(
@@ -370,7 +372,11 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
     let cloudflare_url = text("cloudflare", "base_url")
         .or_else(|| env("CLOUDFLARE_BASE_URL"))
         .unwrap_or_else(|| CLOUDFLARE_DEFAULT_BASE_URL.into());
-    let aws_endpoint = text("aws", "endpoint_url").or_else(|| env("AWS_ENDPOINT_URL"));
+    // Only the block's own endpoint is given to the SDK: AWS_ENDPOINT_URL and the per-service
+    // AWS_ENDPOINT_URL_<SERVICE> (which wins over it, as in the AWS CLI) are the SDK's to read,
+    // and every request, whatever its endpoint's source, passes the https-or-loopback check
+    // before it is sent (locality_resolve::aws_error::HttpsOrLoopback).
+    let aws_endpoint = text("aws", "endpoint_url");
     let resolved = ProviderConfig {
         cloudflare: CloudflareConfig {
             api_token: text("cloudflare", "api_token")
@@ -403,7 +409,7 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
     // Values from the environment are checked here; the block's own were checked in validate.
     for (name, url) in [
         ("CLOUDFLARE_BASE_URL", &Some(resolved.cloudflare.base_url.clone())),
-        ("AWS_ENDPOINT_URL", &resolved.aws.endpoint_url),
+        ("AWS_ENDPOINT_URL", &env("AWS_ENDPOINT_URL")),
     ] {
         if let Some(url) = url {
             if let Err(problem) = check_base_url(url) {
@@ -522,12 +528,14 @@ fn load_credentials(
                     && value.to_ascii_lowercase().ends_with(".json");
                 match decoded {
                     Some(json) => (json, format!("{name} (base64-encoded JSON content)")),
-                    None if named_like_a_file => return Err(format!(
+                    None if named_like_a_file => {
+                        return Err(format!(
                         "{name} (file {}) does not exist. Give the path of a credentials JSON file (a service-account \
                              key, gcloud's application_default_credentials.json, a workload identity federation \
                              configuration) or its content.",
                         path.display()
-                    )),
+                    ))
+                    }
                     None => {
                         return Err(format!(
                             "{name} is neither the path of a readable file nor credentials JSON (nor base64-encoded \

@@ -290,11 +290,30 @@ impl Aws {
                 .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(provider))
                 .build();
         }
+        // Every request, whatever set its endpoint, is refused before it is sent unless it is
+        // https or loopback.
+        use locality_resolve::aws_error::HttpsOrLoopback;
         Aws {
-            elasticache: aws_sdk_elasticache::Client::new(&config),
-            secrets: aws_sdk_secretsmanager::Client::new(&config),
-            ssm: aws_sdk_ssm::Client::new(&config),
-            sts: aws_sdk_sts::Client::new(&config),
+            elasticache: aws_sdk_elasticache::Client::from_conf(
+                aws_sdk_elasticache::config::Builder::from(&config)
+                    .interceptor(HttpsOrLoopback)
+                    .build(),
+            ),
+            secrets: aws_sdk_secretsmanager::Client::from_conf(
+                aws_sdk_secretsmanager::config::Builder::from(&config)
+                    .interceptor(HttpsOrLoopback)
+                    .build(),
+            ),
+            ssm: aws_sdk_ssm::Client::from_conf(
+                aws_sdk_ssm::config::Builder::from(&config)
+                    .interceptor(HttpsOrLoopback)
+                    .build(),
+            ),
+            sts: aws_sdk_sts::Client::from_conf(
+                aws_sdk_sts::config::Builder::from(&config)
+                    .interceptor(HttpsOrLoopback)
+                    .build(),
+            ),
             no_region: config.region().is_none(),
         }
     }

@@ -130,6 +130,25 @@ pub fn inspect_credentials(content: &str) -> Result<CredentialsInfo, String> {
     if !missing.is_empty() {
         return Err(format!("is a {kind} credential without {}.", missing.join(", ")));
     }
+    // The endpoints the file sends refresh tokens, client secrets and signed assertions to: the
+    // same https-or-loopback rule as every base URL (the library takes the file as it is).
+    let nested = object.get("source_credentials").and_then(Json::as_object);
+    for (field, value) in ["token_uri", "token_url", "service_account_impersonation_url"]
+        .iter()
+        .filter_map(|f| object.get(*f).map(|v| (f.to_string(), v)))
+        .chain(
+            nested
+                .and_then(|n| n.get("token_uri"))
+                .map(|v| ("source_credentials.token_uri".to_string(), v)),
+        )
+    {
+        let Some(url) = value.as_str() else {
+            return Err(format!("has a {field} that is not a string."));
+        };
+        if let Err(problem) = crate::provider::config::check_base_url(url) {
+            return Err(format!("has {field}: {problem}"));
+        }
+    }
     if kind == "service_account"
         && !object
             .get("private_key")
