@@ -30,7 +30,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Terraform, PREAMBLE};
+use common::Terraform;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -459,7 +459,7 @@ async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
         for value in [
             "ya29.a0SECRET-MARKER-token-value".to_string(),
             secret_b64[..secret_b64.len() - 3].to_string(),
-            format!("\"type\": \"service_account\", \"private_key\": \"SECRET-MARKER\"}}"),
+            "\"type\": \"service_account\", \"private_key\": \"SECRET-MARKER\"}".to_string(),
         ] {
             tf.env("GOOGLE_CREDENTIALS", &value);
             let out = flat(&tf.fails(&["plan"]));

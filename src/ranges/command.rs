@@ -213,7 +213,7 @@ async fn azure_json(location: &str) -> Result<Json, String> {
 pub async fn update(
     sources: &Sources,
     date: Option<String>,
-    output: &PathBuf,
+    output: &std::path::Path,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let (mut ranges, aws_date) = sources::aws(&fetch_json(&sources.aws).await?).map_err(|e| e.to_string())?;
