@@ -440,3 +440,57 @@ async fn the_map_under_one_key_of_a_shared_secret() {
     .await;
     assert_eq!(secret_value(&moto).await.as_deref(), Some("plain-password"));
 }
+
+/// Issue 27: an AWS answer that cannot be read (one badly typed field) is reported as the
+/// operation, the resource and the cause — never with the response body, which here holds
+/// another key's password of the shared secret — and neither trace logs nor state hold it.
+/// (Before the fix the SDK's debug form, body included, was the Terraform error.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_aws_answer_never_shows_its_body() {
+    use axum::response::IntoResponse;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let secret = serde_json::json!({"db_password": "DB-PASSWORD-MARKER", "replica_map": {"version": 1}}).to_string();
+    let body = serde_json::json!({
+        "ARN": "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:shared-AbCdEf",
+        "Name": "shared",
+        "SecretString": secret,
+        "VersionId": "v1",
+        "VersionStages": "AWSCURRENT",
+        "CreatedDate": "yesterday"
+    })
+    .to_string();
+    let app = axum::Router::new().fallback(move || {
+        let body = body.clone();
+        async move { ([("content-type", "application/x-amz-json-1.1")], body).into_response() }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    blocking(move || {
+        let mut tf = Terraform::dev_overrides();
+        for (k, v) in ENV {
+            tf.env(k, v);
+        }
+        tf.env("AWS_MAX_ATTEMPTS", "1");
+        tf.write(
+            "main.tf",
+            &format!(
+                "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{endpoint}\"\n  }}\n}}\n\n\
+                 resource \"locality_zone_replica_map\" \"cache\" {{\n  fallback_endpoint = \"reader.example:6379\"\n  member {{\n    endpoint = \"replica-a.example:6379\"\n    zone     = \"ap-northeast-1a\"\n  }}\n\n  \
+                 secretsmanager {{\n    secret_id = \"shared\"\n    key       = \"replica_map\"\n  }}\n}}\n"
+            ),
+        );
+        tf.env("TF_LOG", "trace");
+        let run = tf.run(&["import", "locality_zone_replica_map.cache", "secretsmanager:shared#replica_map"]);
+        assert_ne!(run.code, 0, "{}", run.all());
+        let all = run.all();
+        let flat = all.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("secretsmanager:GetSecretValue (AWSCURRENT) of secret \"shared\": the answer could not be read: ")
+                && flat.contains("failed to parse JSON"),
+            "{flat}"
+        );
+        assert!(!all.contains("DB-PASSWORD-MARKER"), "the body leaked:\n{all}");
+        assert!(!tf.read("terraform.tfstate").unwrap_or_default().contains("DB-PASSWORD-MARKER"));
+    })
+    .await;
+}

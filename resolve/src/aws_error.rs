@@ -40,7 +40,9 @@ where
                 (Some(code), Some(message)) => format!("{code}: {message}"),
                 (Some(code), None) => code.to_string(),
                 (None, Some(message)) => message.to_string(),
-                (None, None) => "the service refused the request without an error code".to_string(),
+                // An answer that could not be read (a badly typed field): the parser's words,
+                // which name the place, never the content.
+                (None, None) => format!("the answer could not be read: {}", chain(err)),
             }
         }
         // (A timeout's chain says which limit: "request has timed out: … after 3s".)
