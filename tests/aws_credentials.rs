@@ -465,6 +465,28 @@ async fn every_aws_endpoint_is_https_or_loopback_whatever_set_it() {
         tf.env_remove("AWS_ENDPOINT_URL");
         let out = flat(&tf.fails(&["apply", "-auto-approve"]));
         assert!(out.contains(&format!("the AWS endpoint {plain} is refused")), "{out}");
+        // The credential providers' requests too: web identity's STS call would carry the token.
+        tf.write("home/.aws/config", "");
+        tf.env("AWS_ENDPOINT_URL", &moto.endpoint);
+        tf.env_remove("AWS_ACCESS_KEY_ID");
+        tf.env_remove("AWS_SECRET_ACCESS_KEY");
+        tf.env_remove("AWS_SESSION_TOKEN");
+        let token = tf.path("token");
+        std::fs::write(
+            &token,
+            "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJXRUItSURFTlRJVFktTUFSS0VSIn0.c2ln",
+        )
+        .unwrap();
+        tf.env("AWS_WEB_IDENTITY_TOKEN_FILE", token.to_str().unwrap());
+        tf.env("AWS_ROLE_ARN", "arn:aws:iam::555555555555:role/github-ci");
+        tf.env("AWS_ENDPOINT_URL_STS", &plain);
+        let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+        assert!(out.contains(&format!("the AWS endpoint {plain} is refused")), "{out}");
+        tf.env_remove("AWS_ENDPOINT_URL_STS");
+        tf.env_remove("AWS_WEB_IDENTITY_TOKEN_FILE");
+        tf.env_remove("AWS_ROLE_ARN");
+        tf.env("AWS_ACCESS_KEY_ID", "AKIDBASE");
+        tf.env("AWS_SECRET_ACCESS_KEY", "base-secret");
         // Loopback over http (moto) stays allowed.
         tf.write(
             "home/.aws/config",

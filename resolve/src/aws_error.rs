@@ -89,25 +89,51 @@ fn credentials_problem(error: &aws_credential_types::provider::error::Credential
     }
 }
 
-/// An SDK interceptor that refuses, before anything is sent, a request to a plain-http
-/// endpoint whose host is not loopback — whatever set the endpoint (`endpoint_url`,
-/// `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>`, `endpoint_url` in the shared config file):
-/// a signed request carries the session token and the payload (a secret's value).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HttpsOrLoopback;
+/// The SDK's HTTPS client behind a guard that refuses, before anything is sent, a request whose
+/// endpoint is neither https nor on this host (loopback, or link-local: the instance and
+/// container metadata services) — whatever set the endpoint (`endpoint_url`,
+/// `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>`, `endpoint_url` in the shared config file)
+/// and whatever makes the request (the service clients, and the credential providers: STS for
+/// roles and web identity, SSO). A signed request carries the session token and the payload (a
+/// secret's value); a token request carries the web identity token. Give it to the config
+/// loader (`http_client`).
+pub fn guarded_http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    use aws_smithy_http_client::tls;
+    let inner = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::AwsLc))
+        .build_https();
+    aws_smithy_runtime_api::client::http::SharedHttpClient::new(GuardedClient(inner))
+}
 
-impl aws_sdk_ssm::config::Intercept for HttpsOrLoopback {
-    fn name(&self) -> &'static str {
-        "HttpsOrLoopback"
-    }
+#[derive(Debug)]
+struct GuardedClient(aws_smithy_runtime_api::client::http::SharedHttpClient);
 
-    fn read_before_transmit(
+impl aws_smithy_runtime_api::client::http::HttpClient for GuardedClient {
+    fn http_connector(
         &self,
-        context: &aws_sdk_ssm::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _components: &aws_sdk_ssm::config::RuntimeComponents,
-        _cfg: &mut aws_sdk_ssm::config::ConfigBag,
-    ) -> Result<(), aws_sdk_ssm::error::BoxError> {
-        check_endpoint_uri(context.request().uri()).map_err(Into::into)
+        settings: &aws_smithy_runtime_api::client::http::HttpConnectorSettings,
+        components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+    ) -> aws_smithy_runtime_api::client::http::SharedHttpConnector {
+        aws_smithy_runtime_api::client::http::SharedHttpConnector::new(GuardedConnector(
+            self.0.http_connector(settings, components),
+        ))
+    }
+}
+
+#[derive(Debug)]
+struct GuardedConnector(aws_smithy_runtime_api::client::http::SharedHttpConnector);
+
+impl aws_smithy_runtime_api::client::http::HttpConnector for GuardedConnector {
+    fn call(
+        &self,
+        request: aws_smithy_runtime_api::client::orchestrator::HttpRequest,
+    ) -> aws_smithy_runtime_api::client::http::HttpConnectorFuture {
+        match check_endpoint_uri(request.uri()) {
+            Ok(()) => self.0.call(request),
+            Err(problem) => aws_smithy_runtime_api::client::http::HttpConnectorFuture::ready(Err(
+                aws_smithy_runtime_api::client::result::ConnectorError::user(problem.into()),
+            )),
+        }
     }
 }
 
@@ -124,14 +150,21 @@ pub fn check_endpoint_uri(uri: &str) -> Result<(), String> {
     } else {
         host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
     };
-    let loopback =
-        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    if scheme.eq_ignore_ascii_case("https") || loopback {
+    // Loopback, and link-local: IMDS (169.254.169.254, fd00:ec2::254 is its IPv6 address) and
+    // the container credential endpoints (169.254.170.2, 169.254.170.23) speak plain http by
+    // design, and a link-local address never leaves the host's link.
+    let imds_v6 = std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+    let on_this_host = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| match ip {
+            std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local(),
+            std::net::IpAddr::V6(v6) => v6.is_loopback() || (v6.segments()[0] & 0xffc0) == 0xfe80 || v6 == imds_v6,
+        });
+    if scheme.eq_ignore_ascii_case("https") || on_this_host {
         return Ok(());
     }
     Err(format!(
         "the AWS endpoint {scheme}://{host_port} is refused: AWS requests carry credentials and values, so an endpoint \
-         must use https (plain http only for a loopback host); check endpoint_url, AWS_ENDPOINT_URL, \
+         must use https (plain http only for a loopback or link-local host); check endpoint_url, AWS_ENDPOINT_URL, \
          AWS_ENDPOINT_URL_<SERVICE> and endpoint_url in the shared config file"
     ))
 }
@@ -150,7 +183,10 @@ mod tests {
         ] {
             assert!(check_endpoint_uri(ok).is_ok(), "{ok}");
         }
+        assert!(check_endpoint_uri("http://169.254.169.254/latest/api/token").is_ok());
+        assert!(check_endpoint_uri("http://[fd00:ec2::254]/latest").is_ok());
         for bad in [
+            "http://0.0.0.0:1/",
             "http://10.0.0.1:80/",
             "http://127.0.0.1.evil.example/",
             "http://user:pw@evil.example/",

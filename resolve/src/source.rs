@@ -151,7 +151,11 @@ mod aws {
 
     async fn fetch(source: &MapSource) -> Result<String, String> {
         use crate::aws_error::{chain, describe, NO_REGION};
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        // Every request, the credential providers' too, through the https-or-loopback guard.
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(crate::aws_error::guarded_http_client())
+            .load()
+            .await;
         // Said before any request, as the provider says them (no request could be sent).
         if config.region().is_none() {
             return Err(NO_REGION.to_string());
@@ -164,11 +168,7 @@ mod aws {
         }
         match source {
             MapSource::Ssm(name) => {
-                let client = aws_sdk_ssm::Client::from_conf(
-                    aws_sdk_ssm::config::Builder::from(&config)
-                        .interceptor(crate::aws_error::HttpsOrLoopback)
-                        .build(),
-                );
+                let client = aws_sdk_ssm::Client::new(&config);
                 let out = client
                     .get_parameter()
                     .name(name)
@@ -181,11 +181,7 @@ mod aws {
                     .ok_or_else(|| format!("SSM parameter {name} has no value"))
             }
             MapSource::SecretsManager { id, key } => {
-                let client = aws_sdk_secretsmanager::Client::from_conf(
-                    aws_sdk_secretsmanager::config::Builder::from(&config)
-                        .interceptor(crate::aws_error::HttpsOrLoopback)
-                        .build(),
-                );
+                let client = aws_sdk_secretsmanager::Client::new(&config);
                 let out = client
                     .get_secret_value()
                     .secret_id(id)

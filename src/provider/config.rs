@@ -375,7 +375,7 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
     // Only the block's own endpoint is given to the SDK: AWS_ENDPOINT_URL and the per-service
     // AWS_ENDPOINT_URL_<SERVICE> (which wins over it, as in the AWS CLI) are the SDK's to read,
     // and every request, whatever its endpoint's source, passes the https-or-loopback check
-    // before it is sent (locality_resolve::aws_error::HttpsOrLoopback).
+    // before it is sent (locality_resolve::aws_error::guarded_http_client).
     let aws_endpoint = text("aws", "endpoint_url");
     let resolved = ProviderConfig {
         cloudflare: CloudflareConfig {

@@ -253,7 +253,11 @@ impl Aws {
             .operation_attempt_timeout(timeouts.read)
             .operation_timeout(timeouts.operation)
             .build();
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeout_config);
+        // Every request — the services', STS's for roles and web identity, SSO's — goes through
+        // the https-or-loopback guard, whatever set its endpoint.
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(timeout_config)
+            .http_client(locality_resolve::aws_error::guarded_http_client());
         if let Some(r) = &settings.region {
             loader = loader.region(aws_config::Region::new(r.clone()));
         }
@@ -290,30 +294,11 @@ impl Aws {
                 .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(provider))
                 .build();
         }
-        // Every request, whatever set its endpoint, is refused before it is sent unless it is
-        // https or loopback.
-        use locality_resolve::aws_error::HttpsOrLoopback;
         Aws {
-            elasticache: aws_sdk_elasticache::Client::from_conf(
-                aws_sdk_elasticache::config::Builder::from(&config)
-                    .interceptor(HttpsOrLoopback)
-                    .build(),
-            ),
-            secrets: aws_sdk_secretsmanager::Client::from_conf(
-                aws_sdk_secretsmanager::config::Builder::from(&config)
-                    .interceptor(HttpsOrLoopback)
-                    .build(),
-            ),
-            ssm: aws_sdk_ssm::Client::from_conf(
-                aws_sdk_ssm::config::Builder::from(&config)
-                    .interceptor(HttpsOrLoopback)
-                    .build(),
-            ),
-            sts: aws_sdk_sts::Client::from_conf(
-                aws_sdk_sts::config::Builder::from(&config)
-                    .interceptor(HttpsOrLoopback)
-                    .build(),
-            ),
+            elasticache: aws_sdk_elasticache::Client::new(&config),
+            secrets: aws_sdk_secretsmanager::Client::new(&config),
+            ssm: aws_sdk_ssm::Client::new(&config),
+            sts: aws_sdk_sts::Client::new(&config),
             no_region: config.region().is_none(),
         }
     }
