@@ -462,7 +462,14 @@ async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
             "\"type\": \"service_account\", \"private_key\": \"SECRET-MARKER\"}".to_string(),
         ] {
             tf.env("GOOGLE_CREDENTIALS", &value);
-            let out = flat(&tf.fails(&["plan"]));
+            // With trace logs: nowhere in stdout, stderr, the logs or the state.
+            tf.env("TF_LOG", "trace");
+            let run = tf.run(&["plan"]);
+            tf.env("TF_LOG", "");
+            assert_ne!(run.code, 0);
+            assert!(!run.all().contains("SECRET-MARKER"), "in the trace output");
+            assert!(!tf.read("terraform.tfstate").unwrap_or_default().contains("SECRET-MARKER"));
+            let out = flat(&run.all());
             assert!(
                 out.contains("is neither the path of a readable file nor credentials JSON")
                     && out.contains("is not shown"),
