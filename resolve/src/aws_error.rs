@@ -2,7 +2,9 @@
 //! being done, then the cause — the service's error code and message, or the chain of causes
 //! of a failure before an answer (no credentials found, and where they were looked for; no
 //! region; a connection refused). Never the SDK's debug form: no raw response, body or header
-//! reaches a user (a Secrets Manager body holds secrets).
+//! reaches a user (a Secrets Manager body holds secrets). And the transport rule behind the
+//! errors it names: [`guarded_http_client`] refuses any AWS request whose endpoint is not https
+//! (or on this host), before it is sent.
 
 use std::error::Error;
 
@@ -98,10 +100,19 @@ fn credentials_problem(error: &aws_credential_types::provider::error::Credential
 /// secret's value); a token request carries the web identity token. Give it to the config
 /// loader (`http_client`).
 pub fn guarded_http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
-    use aws_smithy_http_client::tls;
-    let inner = aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::AwsLc))
-        .build_https();
+    use aws_smithy_http_client::{proxy::ProxyConfig, tls, ConnectorBuilder};
+    // What the SDK builds by default (rustls with aws-lc, HTTP(S)_PROXY / NO_PROXY honoured),
+    // with the guard in front.
+    let inner = aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
+        let mut connector =
+            ConnectorBuilder::default().tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::AwsLc));
+        connector.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            connector.set_sleep_impl(components.sleep_impl());
+        }
+        connector.set_proxy_config(Some(ProxyConfig::from_env()));
+        connector.build()
+    });
     aws_smithy_runtime_api::client::http::SharedHttpClient::new(GuardedClient(inner))
 }
 
