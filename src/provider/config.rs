@@ -577,55 +577,7 @@ pub fn check_service_account_email(email: &str) -> Result<(), String> {
     }
 }
 
-/// A base URL must be `https`, unless its host is a loopback address (what tests use).
-///
-/// # Errors
-/// A sentence saying what is wrong and what is allowed.
-pub fn check_base_url(url: &str) -> Result<(), String> {
-    // Parsed as browsers and reqwest parse it, so the host checked is the host connected to:
-    // in `http://127.0.0.1:1@evil.example/` that is evil.example, not 127.0.0.1.
-    let parsed = reqwest::Url::parse(url).map_err(|e| {
-        format!(
-            "{:?} is not an absolute URL ({e}); expected https://host/path.",
-            without_userinfo_text(url)
-        )
-    })?;
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        let mut shown = parsed.clone();
-        let _ = shown.set_username("");
-        let _ = shown.set_password(None);
-        return Err(format!(
-            "{:?} carries credentials before the host (not shown); give the host only (credentials go in `api_token`/`access_token` or the AWS chain).",
-            shown.as_str()
-        ));
-    }
-    let loopback = match parsed.host() {
-        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err(format!("{url:?} has no host.")),
-    };
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(format!(
-            "{url:?} must use https; plain http is allowed only for a loopback host (127.0.0.1, ::1, localhost)."
-        )),
-    }
-}
-
-/// `url` as typed, with anything between `//` and the last `@` before the path hidden: an
-/// unparseable URL may still carry a password.
-fn without_userinfo_text(url: &str) -> String {
-    let Some(start) = url.find("//").map(|i| i + 2) else {
-        return url.to_string();
-    };
-    let authority_end = url[start..].find(['/', '?', '#']).map_or(url.len(), |i| start + i);
-    match url[start..authority_end].rfind('@') {
-        Some(at) => format!("{}…@{}", &url[..start], &url[start + at + 1..]),
-        None => url.to_string(),
-    }
-}
+pub use crate::http::check_base_url;
 
 fn strings(value: &Value) -> Vec<String> {
     value

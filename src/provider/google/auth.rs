@@ -145,7 +145,7 @@ pub fn inspect_credentials(content: &str) -> Result<CredentialsInfo, String> {
         let Some(url) = value.as_str() else {
             return Err(format!("has a {field} that is not a string."));
         };
-        if let Err(problem) = crate::provider::config::check_base_url(url) {
+        if let Err(problem) = crate::http::check_base_url(url) {
             return Err(format!("has {field}: {problem}"));
         }
     }
