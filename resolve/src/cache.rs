@@ -23,6 +23,30 @@ pub fn default_dir() -> PathBuf {
     }
 }
 
+/// Writes `bytes` to `path` readable by this user only (mode 600), through a temporary file in
+/// the same directory and a rename: a reader sees the old contents or the new, never a part.
+///
+/// # Errors
+/// The file cannot be written or renamed.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = path.with_file_name(format!(".{name}.{}.{}", std::process::id(), now()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
 fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
@@ -107,16 +131,7 @@ impl Cache {
         let Ok(text) = serde_json::to_string(value) else {
             return;
         };
-        let temp = self.dir.join(format!(".{name}.{}.{}", std::process::id(), now()));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
-        if written.is_err() || std::fs::rename(&temp, self.dir.join(name)).is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
+        let _ = write_private(&self.dir.join(name), text.as_bytes());
     }
 
     /// The zone detected earlier, if any.

@@ -1,33 +1,118 @@
-//! Is a cache node alive? Connect, send a Redis `PING`, and take any reply as proof: `+PONG`,
-//! and also `-NOAUTH` (ElastiCache with AUTH answers so before authentication). With TLS
-//! (ElastiCache in-transit encryption) the handshake comes first. The whole check — name
-//! lookup included — runs within one time limit, on a thread of its own.
+//! Is a cache node alive, and in which zone does it say it is? Connect, send a Redis `PING`, and
+//! take any reply as proof: `+PONG`, and also `-NOAUTH` (ElastiCache with AUTH answers so before
+//! authentication). Then `INFO server`, best effort: Valkey 8+ reports the node's own
+//! `availability_zone` there (its `availability-zone` setting), which lets a client see that a
+//! map entry points at a node of another zone. With TLS (ElastiCache in-transit encryption) the
+//! handshake comes first. The whole check — name lookup included — runs within one time limit,
+//! on a thread of its own.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::zone::{is_zone_id, is_zone_name, Zone};
+
 /// The RESP form of `PING`.
 const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+/// The RESP form of `INFO server`.
+const INFO_SERVER: &[u8] = b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n";
+/// The most of an `INFO server` reply that is read (it is about 1.5 kB).
+const INFO_LIMIT: usize = 64 * 1024;
+
+/// What a node said about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Probe {
+    /// The node's `availability_zone` from `INFO server` (Valkey 8+ with the setting); `None`
+    /// when it reports none, does not answer `INFO`, or requires authentication first.
+    pub availability_zone: Option<String>,
+}
+
+impl Probe {
+    /// Why this node must not serve a client in `client`: it reports a zone of the same kind
+    /// (name or ID) that differs from the client's. `None` when it agrees or cannot be judged (no
+    /// zone reported, the other kind than the client knows, or a label that is neither).
+    pub fn zone_mismatch(&self, client: &Zone) -> Option<String> {
+        let reported = self.availability_zone.as_deref()?;
+        let own = if is_zone_id(reported) {
+            client.id.as_deref()
+        } else if is_zone_name(reported) {
+            client.name.as_deref()
+        } else {
+            None
+        }?;
+        (own != reported).then(|| {
+            format!(
+                "it reports availability zone {reported}, and this client is in {} (the map's entry is wrong)",
+                client.describe()
+            )
+        })
+    }
+}
 
 /// Pings `endpoint` (`host:port`); `Err` says why it is not alive.
 ///
 /// # Errors
 /// A short phrase: `connection refused`, `no answer within 300 ms`, ...
 pub fn ping(endpoint: &str, timeout: Duration, tls: bool) -> Result<(), String> {
+    probe(endpoint, timeout, tls).map(|_| ())
+}
+
+/// Pings `endpoint` and asks it for its zone, all within `timeout`; `Err` says why it is not
+/// alive. The zone question is best effort: a node that answered the `PING` is alive even when
+/// `INFO` fails or the time runs out before its answer.
+///
+/// # Errors
+/// A short phrase: `connection refused`, `no answer within 300 ms`, ...
+pub fn probe(endpoint: &str, timeout: Duration, tls: bool) -> Result<Probe, String> {
     let (tx, rx) = mpsc::channel();
     let target = endpoint.to_string();
+    let started = Instant::now();
     std::thread::spawn(move || {
-        let _ = tx.send(ping_blocking(&target, timeout, tls));
+        // The PING's outcome first (so a slow INFO cannot turn an alive node into a dead one),
+        // then the zone if it comes in time.
+        probe_blocking(&target, timeout, tls, &tx);
     });
     match rx.recv_timeout(timeout) {
-        Ok(result) => result,
+        Ok(Err(problem)) => Err(problem),
+        Ok(Ok(None)) => {
+            let left = timeout.saturating_sub(started.elapsed());
+            match rx.recv_timeout(left) {
+                Ok(Ok(Some(probe))) => Ok(probe),
+                _ => Ok(Probe::default()),
+            }
+        }
+        Ok(Ok(Some(probe))) => Ok(probe),
         Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
     }
 }
 
-fn ping_blocking(endpoint: &str, timeout: Duration, tls: bool) -> Result<(), String> {
+/// Sends `Ok(None)` once the node answered the PING, then `Ok(Some(probe))`; or one `Err`.
+type Report = mpsc::Sender<Result<Option<Probe>, String>>;
+
+fn probe_blocking(endpoint: &str, timeout: Duration, tls: bool, report: &Report) {
+    let stream = match connect(endpoint, timeout) {
+        Ok(stream) => stream,
+        Err(problem) => {
+            let _ = report.send(Err(problem));
+            return;
+        }
+    };
+    if tls {
+        match tls_connect(endpoint, stream) {
+            Ok(mut tls_stream) => converse(&mut tls_stream, timeout, "TLS: ", report),
+            Err(problem) => {
+                let _ = report.send(Err(problem));
+            }
+        }
+    } else {
+        let mut stream = stream;
+        converse(&mut stream, timeout, "", report);
+    }
+}
+
+/// The TCP connection, with the time left as its read and write timeouts.
+fn connect(endpoint: &str, timeout: Duration) -> Result<TcpStream, String> {
     let started = Instant::now();
     let addr = endpoint
         .to_socket_addrs()
@@ -35,7 +120,7 @@ fn ping_blocking(endpoint: &str, timeout: Duration, tls: bool) -> Result<(), Str
         .next()
         .ok_or("the host has no address")?;
     let left = |started: Instant| timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
-    let mut stream = TcpStream::connect_timeout(&addr, left(started)).map_err(|e| match e.kind() {
+    let stream = TcpStream::connect_timeout(&addr, left(started)).map_err(|e| match e.kind() {
         std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
             format!("no connection within {} ms", timeout.as_millis())
@@ -44,35 +129,88 @@ fn ping_blocking(endpoint: &str, timeout: Duration, tls: bool) -> Result<(), Str
     })?;
     stream
         .set_read_timeout(Some(left(started)))
+        .and_then(|()| stream.set_write_timeout(Some(left(started))))
         .map_err(|e| e.to_string())?;
-    stream
-        .set_write_timeout(Some(left(started)))
-        .map_err(|e| e.to_string())?;
-    let mut first = [0u8; 1];
-    if tls {
-        tls_ping(endpoint, stream, &mut first)?;
-    } else {
-        stream
-            .write_all(PING)
-            .map_err(|e| format!("the PING could not be sent ({})", e.kind()))?;
-        read_reply(&mut stream, &mut first, timeout)?;
-    }
-    Ok(())
+    Ok(stream)
 }
 
-fn read_reply(stream: &mut impl Read, first: &mut [u8; 1], timeout: Duration) -> Result<(), String> {
-    match stream.read(first) {
-        Ok(0) => Err("the connection was closed without a reply".into()),
-        Ok(_) => Ok(()),
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-            Err(format!("no reply within {} ms", timeout.as_millis()))
+/// `PING`, then `INFO server` on the same connection.
+fn converse(stream: &mut (impl Read + Write), timeout: Duration, prefix: &str, report: &Report) {
+    let fail = |problem: String| {
+        let _ = report.send(Err(format!("{prefix}{problem}")));
+    };
+    if let Err(e) = stream.write_all(PING).and_then(|()| stream.flush()) {
+        return fail(format!("the PING could not be sent ({e})"));
+    }
+    let mut reply = Vec::new();
+    if let Err(e) = read_line(stream, &mut reply, 512) {
+        return fail(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "the connection was closed without a reply".into(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                format!("no reply within {} ms", timeout.as_millis())
+            }
+            _ => format!("no reply ({e})"),
+        });
+    }
+    let _ = report.send(Ok(None));
+    // An error reply (`-NOAUTH`) proves the node alive; INFO would get the same answer.
+    let availability_zone = if reply.first() == Some(&b'-') {
+        None
+    } else {
+        info_zone(stream)
+    };
+    let _ = report.send(Ok(Some(Probe { availability_zone })));
+}
+
+/// The `availability_zone` of an `INFO server` reply; `None` on any failure or when empty.
+fn info_zone(stream: &mut (impl Read + Write)) -> Option<String> {
+    stream.write_all(INFO_SERVER).and_then(|()| stream.flush()).ok()?;
+    let mut header = Vec::new();
+    read_line(stream, &mut header, 64).ok()?;
+    let length: usize = std::str::from_utf8(header.strip_prefix(b"$")?)
+        .ok()?
+        .trim_end()
+        .parse()
+        .ok()?;
+    if length > INFO_LIMIT {
+        return None;
+    }
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).ok()?;
+    parse_availability_zone(&String::from_utf8_lossy(&body))
+}
+
+/// The `availability_zone:` field of an `INFO` text; `None` when absent or empty.
+pub fn parse_availability_zone(info: &str) -> Option<String> {
+    info.lines()
+        .find_map(|line| line.trim_end().strip_prefix("availability_zone:"))
+        .map(str::trim)
+        .filter(|zone| !zone.is_empty())
+        .map(str::to_string)
+}
+
+/// Reads one reply line (up to `\n`, at most `limit` bytes) a byte at a time: nothing past the
+/// line is consumed.
+fn read_line(stream: &mut impl Read, line: &mut Vec<u8>, limit: usize) -> std::io::Result<()> {
+    let mut byte = [0u8; 1];
+    loop {
+        match stream.read(&mut byte)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            _ => {
+                line.push(byte[0]);
+                if byte[0] == b'\n' || line.len() >= limit {
+                    return Ok(());
+                }
+            }
         }
-        Err(e) => Err(format!("no reply ({})", e.kind())),
     }
 }
 
 #[cfg(feature = "tls")]
-fn tls_ping(endpoint: &str, stream: TcpStream, first: &mut [u8; 1]) -> Result<(), String> {
+fn tls_connect(
+    endpoint: &str,
+    stream: TcpStream,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, String> {
     use std::sync::Arc;
     let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h);
     let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
@@ -97,15 +235,11 @@ fn tls_ping(endpoint: &str, stream: TcpStream, first: &mut [u8; 1]) -> Result<()
     let name =
         rustls::pki_types::ServerName::try_from(host).map_err(|_| "the host is not a TLS server name".to_string())?;
     let connection = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
-    let mut tls = rustls::StreamOwned::new(connection, stream);
-    tls.write_all(PING)
-        .map_err(|e| format!("TLS handshake or PING failed ({e})"))?;
-    tls.flush().map_err(|e| format!("TLS handshake or PING failed ({e})"))?;
-    read_reply(&mut tls, first, Duration::ZERO).map_err(|e| format!("TLS: {e}"))
+    Ok(rustls::StreamOwned::new(connection, stream))
 }
 
 #[cfg(not(feature = "tls"))]
-fn tls_ping(_endpoint: &str, _stream: TcpStream, _first: &mut [u8; 1]) -> Result<(), String> {
+fn tls_connect(_endpoint: &str, _stream: TcpStream) -> Result<TcpStream, String> {
     Err("this build has no TLS (the `tls` feature of locality-resolve)".into())
 }
 
@@ -140,6 +274,65 @@ mod tests {
         assert_eq!(
             ping(&closed.to_string(), Duration::from_millis(200), false),
             Err("connection refused".into())
+        );
+    }
+
+    /// A node that answers `PING` and then `INFO server` with an `availability_zone`.
+    fn zone_reporting_node(zone: &'static str) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(1) {
+                let mut s = stream.unwrap();
+                let mut buf = [0u8; 14];
+                s.read_exact(&mut buf).unwrap();
+                s.write_all(b"+PONG\r\n").unwrap();
+                let mut info = [0u8; INFO_SERVER.len()];
+                s.read_exact(&mut info).unwrap();
+                let body = format!("# Server\r\nvalkey_version:9.1.2\r\navailability_zone:{zone}\r\n");
+                s.write_all(format!("${}\r\n{body}\r\n", body.len()).as_bytes())
+                    .unwrap();
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn the_zone_a_node_reports_is_read_and_judged() {
+        let addr = zone_reporting_node("ap-northeast-1c");
+        let answer = probe(&addr.to_string(), Duration::from_millis(500), false).unwrap();
+        assert_eq!(answer.availability_zone.as_deref(), Some("ap-northeast-1c"));
+        let client = Zone::parse("ap-northeast-1a").unwrap();
+        let reason = answer.zone_mismatch(&client).unwrap();
+        assert!(
+            reason.contains("ap-northeast-1c") && reason.contains("ap-northeast-1a"),
+            "{reason}"
+        );
+        assert_eq!(answer.zone_mismatch(&Zone::parse("ap-northeast-1c").unwrap()), None);
+        // A client known only by its AZ ID cannot judge a name; a label that is neither is not judged.
+        assert_eq!(answer.zone_mismatch(&Zone::parse("apne1-az4").unwrap()), None);
+        let odd = Probe {
+            availability_zone: Some("rack-7".into()),
+        };
+        assert_eq!(odd.zone_mismatch(&client), None);
+        let by_id = Probe {
+            availability_zone: Some("apne1-az1".into()),
+        };
+        assert!(by_id.zone_mismatch(&Zone::parse("apne1-az4").unwrap()).is_some());
+        assert_eq!(parse_availability_zone("# Server\r\navailability_zone:\r\n"), None);
+        // A node that answers the PING and then nothing: alive, no zone.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let quiet = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 14];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(b"+PONG\r\n").unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        assert_eq!(
+            probe(&quiet.to_string(), Duration::from_millis(300), false),
+            Ok(Probe::default())
         );
     }
 }

@@ -29,6 +29,7 @@ pub mod cache;
 pub mod check;
 pub mod detect;
 pub mod document;
+pub mod sidecar;
 pub mod source;
 pub mod zone;
 
@@ -57,7 +58,8 @@ pub struct Options {
     pub cache_dir: Option<PathBuf>,
     /// How long a failed detection is remembered.
     pub failure_ttl: Duration,
-    /// `PING` the chosen node first; when it fails, the zone's next healthy replica.
+    /// `PING` the chosen node first; when it fails, or reports an availability zone other than
+    /// this process's (Valkey 8+), the zone's next healthy replica, else the fallback.
     pub check: bool,
     /// How long the check of one node may take.
     pub check_timeout: Duration,
@@ -256,8 +258,10 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         // The zone's healthy replicas in this host's order, each within the check timeout: a
         // zone with one dead replica of two still reads in the zone.
         let mut failures = Vec::new();
-        let alive = healthy.iter().find(
-            |endpoint| match check::ping(endpoint, options.check_timeout, options.tls) {
+        let alive = healthy.iter().find(|endpoint| {
+            match check::probe(endpoint, options.check_timeout, options.tls)
+                .and_then(|answer| answer.zone_mismatch(&zone_known).map_or(Ok(()), Err))
+            {
                 Ok(()) => true,
                 Err(problem) => {
                     if let Some(cache) = &cache {
@@ -266,8 +270,8 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
                     failures.push((endpoint.as_str(), problem));
                     false
                 }
-            },
-        );
+            }
+        });
         match alive {
             Some(endpoint) => {
                 // The route is the zone's, but a sibling failed: say so, once each.
@@ -317,7 +321,7 @@ fn describe_list(endpoints: &[String]) -> String {
 
 /// The zone: the flag, the environment, the cache, then the metadata services (remembering
 /// the answer for good, or the failure for its TTL).
-fn find_zone(options: &Options) -> (Option<Zone>, Option<ZoneSource>, Option<String>, u32) {
+pub(crate) fn find_zone(options: &Options) -> (Option<Zone>, Option<ZoneSource>, Option<String>, u32) {
     if let Some(zone) = &options.zone_flag {
         return (Some(zone.clone()), Some(ZoneSource::Flag), None, 0);
     }

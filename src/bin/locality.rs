@@ -1,7 +1,8 @@
 //! The `locality` command-line tool. `locality gen` turns a compact spec into the Google Cloud
 //! regional-failover HCL (see docs/guides/generator.md); `locality resolve` tells an
 //! application which cache endpoint to read from (the `locality-resolve` crate, see
-//! docs/guides/consuming-the-replica-map.md); `locality lookup` and `locality ranges` answer
+//! docs/guides/consuming-the-replica-map.md) and `locality sidecar` does the same for
+//! applications that cannot change code (HAProxy steered by the map); `locality lookup` and `locality ranges` answer
 //! "which cloud region is this IP in".
 
 use std::path::PathBuf;
@@ -54,6 +55,10 @@ enum Command {
     /// (--zone, LOCALITY_ZONE, ECS or Lambda metadata, EC2 IMDSv2 then IMDSv1) looked up in the
     /// replica map; the map's fallback on every failure path (exit 0, the reason on stderr).
     Resolve(ResolveArgs),
+    /// Same-zone reads with in-request failover for applications that cannot change code:
+    /// HAProxy on a local port, steered by the map (the zone's replicas, the reader endpoint as
+    /// backup), run in the foreground and kept in step with the map.
+    Sidecar(SidecarArgs),
     /// The IP-range snapshot: rebuild it from the clouds' files, or show one.
     Ranges {
         #[command(subcommand)]
@@ -94,8 +99,10 @@ enum RangesCommand {
     },
 }
 
+/// Where the map is, which zone this is, and what to do when the map cannot be read: the
+/// options `resolve` and `sidecar` share.
 #[derive(clap::Args)]
-struct ResolveArgs {
+struct MapArgs {
     /// The map: a file path, ssm:<name>, secretsmanager:<id> or secretsmanager:<id>#<key>.
     #[arg(long, value_name = "SOURCE")]
     map: String,
@@ -113,27 +120,76 @@ struct ResolveArgs {
     /// How long a failed detection is cached (seconds); never longer.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     failure_ttl: u64,
-    /// Connect to the chosen replica and PING it first; a replica that fails is marked
-    /// unhealthy, and the zone's next replica (with spread replicas) or else the fallback is used.
-    #[arg(long)]
-    check: bool,
     /// How long the check of one replica may take, e.g. 300ms.
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     check_timeout: std::time::Duration,
-    /// TLS before the PING (ElastiCache in-transit encryption), trusting the system's CAs and
+    /// TLS to the nodes (ElastiCache in-transit encryption), trusting the system's CAs and
     /// those of the PEM file named by LOCALITY_TLS_CA_FILE.
     #[arg(long)]
     tls: bool,
-    /// How long a replica that failed the check is avoided (seconds).
-    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
-    unhealthy_ttl: u64,
-    /// The endpoint (host:port, the reader endpoint) to print when the map cannot be read
+    /// The endpoint (host:port, the reader endpoint) to use when the map cannot be read
     /// (missing, unreadable, not a map); an orchestrator can inject it as LOCALITY_FALLBACK.
     #[arg(long, value_name = "HOST:PORT", value_parser = parse_endpoint)]
     fallback: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct ResolveArgs {
+    #[command(flatten)]
+    map: MapArgs,
+    /// Connect to the chosen replica and PING it first; a replica that fails, or that reports
+    /// another availability zone (Valkey 8+), is marked unhealthy, and the zone's next replica
+    /// (with spread replicas) or else the fallback is used.
+    #[arg(long)]
+    check: bool,
+    /// How long a replica that failed the check is avoided (seconds).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    unhealthy_ttl: u64,
     /// Output: host:port, shell assignments for eval, or one JSON object.
     #[arg(long, value_enum, default_value_t = ResolveFormat::Endpoint)]
     format: ResolveFormat,
+}
+
+#[derive(clap::Args)]
+struct SidecarArgs {
+    #[command(flatten)]
+    map: MapArgs,
+    /// The local listener applications connect to.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:6379")]
+    listen: std::net::SocketAddr,
+    /// How often the map is re-read (seconds); SIGHUP re-reads it at once.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    interval: u64,
+    /// The HAProxy binary (2.6 or later).
+    #[arg(long, value_name = "PATH", default_value = "haproxy")]
+    haproxy: PathBuf,
+    /// HAProxy's statistics over HTTP (/stats, /stats;csv, /metrics for Prometheus), or "off".
+    #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8404", value_parser = parse_stats)]
+    stats: Stats,
+    /// A nameserver for the nodes' host names (repeatable); default: /etc/resolv.conf's.
+    #[arg(long, value_name = "IP:PORT")]
+    nameserver: Vec<std::net::SocketAddr>,
+    /// Where the configuration and HAProxy's runtime API socket live (default:
+    /// <cache dir>/sidecar-<listen port>).
+    #[arg(long, value_name = "DIR")]
+    run_dir: Option<PathBuf>,
+    /// Print the HAProxy configuration and exit (for those who run HAProxy themselves).
+    #[arg(long)]
+    print_config: bool,
+}
+
+/// `--stats`: an address or off.
+#[derive(Clone, Copy)]
+struct Stats(Option<std::net::SocketAddr>);
+
+fn parse_stats(value: &str) -> Result<Stats, String> {
+    if value == "off" {
+        return Ok(Stats(None));
+    }
+    value
+        .parse()
+        .map(|addr| Stats(Some(addr)))
+        .map_err(|_| format!("{value:?} is neither ADDR:PORT (127.0.0.1:8404) nor off"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -159,27 +215,21 @@ fn parse_endpoint(value: &str) -> Result<String, String> {
     locality_resolve::zone::check_endpoint(value).map(|()| value.to_string())
 }
 
-fn resolve(args: ResolveArgs) -> ExitCode {
-    let map = match locality_resolve::MapSource::parse(&args.map) {
-        Ok(map) => map,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: --map: {e}");
-            return ExitCode::from(2);
-        }
+/// The options `resolve` and `sidecar` share; `Err` with the exit code of a usage error (said on
+/// stderr).
+fn base_options(args: MapArgs) -> Result<locality_resolve::Options, ExitCode> {
+    let usage = |what: &str, problem: &str| {
+        let _ = writeln!(std::io::stderr(), "error: {what}: {problem}");
+        ExitCode::from(2)
     };
+    let map = locality_resolve::MapSource::parse(&args.map).map_err(|e| usage("--map", &e))?;
     let mut options = locality_resolve::Options::new(map);
     // The library ignores an unusable LOCALITY_ZONE; for the CLI it is a usage error, like
     // --zone. A --zone given wins: the environment is not even read then.
     options.zone_env = None;
     if let (None, Ok(value)) = (&args.zone, std::env::var("LOCALITY_ZONE")) {
         if !value.trim().is_empty() {
-            match parse_zone(&value) {
-                Ok(zone) => options.zone_env = Some(zone),
-                Err(problem) => {
-                    let _ = writeln!(std::io::stderr(), "error: LOCALITY_ZONE: {problem}");
-                    return ExitCode::from(2);
-                }
-            }
+            options.zone_env = Some(parse_zone(&value).map_err(|e| usage("LOCALITY_ZONE", &e))?);
         }
     }
     options.zone_flag = args.zone;
@@ -189,26 +239,28 @@ fn resolve(args: ResolveArgs) -> ExitCode {
         options.cache_dir = Some(dir);
     }
     options.failure_ttl = std::time::Duration::from_secs(args.failure_ttl);
-    options.check = args.check;
     options.check_timeout = args.check_timeout;
     options.tls = args.tls;
-    options.unhealthy_ttl = std::time::Duration::from_secs(args.unhealthy_ttl);
     options.fallback = args.fallback;
     // LOCALITY_FALLBACK is --fallback from the environment; the flag wins, and an empty value
     // (an orchestrator's unset template variable) counts as not given.
     if options.fallback.is_none() {
         if let Ok(value) = std::env::var("LOCALITY_FALLBACK") {
             if !value.trim().is_empty() {
-                match parse_endpoint(value.trim()) {
-                    Ok(endpoint) => options.fallback = Some(endpoint),
-                    Err(problem) => {
-                        let _ = writeln!(std::io::stderr(), "error: LOCALITY_FALLBACK: {problem}");
-                        return ExitCode::from(2);
-                    }
-                }
+                options.fallback = Some(parse_endpoint(value.trim()).map_err(|e| usage("LOCALITY_FALLBACK", &e))?);
             }
         }
     }
+    Ok(options)
+}
+
+fn resolve(args: ResolveArgs) -> ExitCode {
+    let mut options = match base_options(args.map) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    options.check = args.check;
+    options.unhealthy_ttl = std::time::Duration::from_secs(args.unhealthy_ttl);
     let format = match args.format {
         ResolveFormat::Endpoint => locality_resolve::Format::Endpoint,
         ResolveFormat::Env => locality_resolve::Format::Env,
@@ -217,6 +269,28 @@ fn resolve(args: ResolveArgs) -> ExitCode {
     ExitCode::from(locality_resolve::run(
         &options,
         format,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ))
+}
+
+fn sidecar(args: SidecarArgs) -> ExitCode {
+    let resolve = match base_options(args.map) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    let mut options = locality_resolve::sidecar::SidecarOptions::new(resolve);
+    options.listen = args.listen;
+    options.interval = std::time::Duration::from_secs(args.interval);
+    options.haproxy = args.haproxy;
+    options.stats = args.stats.0;
+    options.nameservers = args.nameserver;
+    options.run_dir = args
+        .run_dir
+        .unwrap_or_else(|| locality_resolve::sidecar::default_run_dir(args.listen));
+    ExitCode::from(locality_resolve::sidecar::run(
+        &options,
+        args.print_config,
         &mut std::io::stdout(),
         &mut std::io::stderr(),
     ))
@@ -251,6 +325,7 @@ fn main() -> ExitCode {
             ExitCode::from(run(&args, &mut std::io::stdout(), &mut std::io::stderr()))
         }
         Command::Resolve(args) => resolve(args),
+        Command::Sidecar(args) => sidecar(args),
         Command::Lookup { ips, json, ranges } => ExitCode::from(command::lookup(
             ranges.as_deref(),
             &ips,

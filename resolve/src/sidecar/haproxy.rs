@@ -1,0 +1,207 @@
+//! The HAProxy configuration of a [`Layout`]: a local TCP listener; the zone's replicas as
+//! active servers with a Redis-speaking health check; the reader endpoint as backup. Pure text
+//! generation (HAProxy 2.6, Debian 12's), tested by `haproxy -c`.
+//!
+//! How the failover behaves, and which line does it:
+//! - `observe layer4 error-limit 1 on-error mark-down`: the first refused (or timed-out) connect
+//!   to a replica marks it down at once, and `retries` with `option redispatch 1` retries that
+//!   same client connect on the next server — the reader once no replica is left — before any
+//!   health check has noticed;
+//! - `timeout connect` (the check timeout) also bounds HAProxy's pause before that retry;
+//! - `on-marked-up shutdown-backup-sessions`: when a replica passes its checks again, sessions
+//!   on the reader are closed, so clients reconnect to the replica;
+//! - sessions still open on a replica that was marked down (a hung node, not a dead one) are
+//!   closed by the sidecar itself (`shutdown sessions server`; HAProxy's `on-marked-down
+//!   shutdown-sessions` would also cut the connect being retried);
+//! - host names go through a `resolvers` section (the system's nameservers, or `--nameserver`)
+//!   and are followed when their addresses change; `init-addr` lets HAProxy start before a name
+//!   resolves.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::Layout;
+
+/// The backend every name below refers to (the runtime API addresses servers as
+/// `locality_replica/zone1`).
+pub const BACKEND: &str = "locality_replica";
+/// The server name of the reader endpoint.
+pub const READER: &str = "reader";
+
+/// The name of the `n`th replica's server (1-based).
+pub fn replica_server(n: usize) -> String {
+    format!("zone{n}")
+}
+
+/// What the configuration depends on besides the layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The local listener.
+    pub listen: SocketAddr,
+    /// HAProxy's statistics over HTTP (`/stats`, `/stats;csv`, `/metrics`); `None`: only the socket.
+    pub stats: Option<SocketAddr>,
+    /// The runtime API socket (`level admin`, mode 600).
+    pub socket: PathBuf,
+    /// TLS to the nodes, verified against this CA file (`@system-ca`: the system's CAs).
+    pub tls_ca_file: Option<String>,
+    /// Nameservers for host names; empty: the system's (`/etc/resolv.conf`).
+    pub nameservers: Vec<SocketAddr>,
+    /// Connect and check timeout (also HAProxy's pause before retrying a refused connect).
+    pub check_timeout: Duration,
+    /// Lines for the comment at the top (where the layout came from).
+    pub comments: Vec<String>,
+}
+
+/// `host` and `port` of an endpoint the map holds (`[::1]:6379` → `::1`, `6379`).
+pub fn split(endpoint: &str) -> (&str, &str) {
+    crate::split_endpoint(endpoint)
+}
+
+/// Whether the endpoint's host is an IP address (else a name to resolve).
+pub fn is_ip(endpoint: &str) -> bool {
+    split(endpoint).0.parse::<IpAddr>().is_ok()
+}
+
+/// Whether the configuration of `layout` needs a `resolvers` section.
+pub fn needs_resolvers(layout: &Layout, settings: &Settings) -> bool {
+    !settings.nameservers.is_empty() || layout.endpoints().any(|e| !is_ip(e))
+}
+
+/// An address as HAProxy reads it on a `server` or `bind` line.
+fn haproxy_address(host: &str, port: &str) -> String {
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V6(ip)) => format!("ipv6@{ip}:{port}"),
+        _ => format!("{host}:{port}"),
+    }
+}
+
+fn milliseconds(duration: Duration) -> u128 {
+    duration.as_millis().max(1)
+}
+
+/// The configuration text.
+pub fn render(layout: &Layout, settings: &Settings) -> String {
+    let mut out = String::new();
+    let timeout = milliseconds(settings.check_timeout);
+    for line in &settings.comments {
+        let _ = writeln!(out, "# {line}");
+    }
+    let _ = writeln!(
+        out,
+        "global
+  stats socket {} mode 600 level admin
+  # Health checks of several servers do not start in the same instant.
+  spread-checks 5
+
+defaults
+  mode tcp
+  timeout connect {timeout}ms
+  timeout check {timeout}ms
+  # Cache clients keep idle connections for long.
+  timeout client 24h
+  timeout server 24h
+  retries 3
+  option redispatch 1
+",
+        settings.socket.display()
+    );
+    let resolvers = needs_resolvers(layout, settings);
+    if resolvers {
+        out.push_str("resolvers locality\n");
+        if settings.nameservers.is_empty() {
+            out.push_str("  parse-resolv-conf\n");
+        }
+        for (n, ns) in settings.nameservers.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  nameserver ns{} {}",
+                n + 1,
+                haproxy_address(&ns.ip().to_string(), &ns.port().to_string())
+            );
+        }
+        out.push_str("  resolve_retries 3\n  timeout resolve 1s\n  timeout retry 1s\n  hold valid 10s\n  hold nx 10s\n  accepted_payload_size 8192\n\n");
+    }
+    let _ = writeln!(
+        out,
+        "frontend locality_local
+  bind {}
+  default_backend {BACKEND}
+",
+        haproxy_address(&settings.listen.ip().to_string(), &settings.listen.port().to_string())
+    );
+    let _ = writeln!(
+        out,
+        "backend {BACKEND}
+  balance roundrobin
+  # Redis-speaking check: any reply is alive (-NOAUTH included).
+  option tcp-check
+  tcp-check send PING\\r\\n
+  tcp-check expect rstring ^[+-]"
+    );
+    let mut defaults = String::from(
+        "  default-server check inter 500ms fastinter 250ms fall 2 rise 2 observe layer4 error-limit 1 on-error mark-down on-marked-up shutdown-backup-sessions",
+    );
+    if let Some(ca) = &settings.tls_ca_file {
+        let _ = write!(defaults, " ssl verify required ca-file {ca}");
+    }
+    if resolvers {
+        let init = if settings.nameservers.is_empty() {
+            "last,libc,none"
+        } else {
+            "none"
+        };
+        let _ = write!(defaults, " resolvers locality resolve-prefer ipv4 init-addr {init}");
+    }
+    out.push_str(&defaults);
+    out.push('\n');
+    for (n, endpoint) in layout.replicas.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  server {} {}{}",
+            replica_server(n + 1),
+            server_address(endpoint),
+            tls_names(endpoint, settings)
+        );
+    }
+    let role = if layout.replicas.is_empty() { "" } else { " backup" };
+    let _ = writeln!(
+        out,
+        "  server {READER} {}{}{role}",
+        server_address(&layout.reader),
+        tls_names(&layout.reader, settings)
+    );
+    if let Some(stats) = settings.stats {
+        let _ = write!(
+            out,
+            "
+frontend locality_stats
+  mode http
+  bind {}
+  timeout client 30s
+  http-request use-service prometheus-exporter if {{ path /metrics }}
+  stats enable
+  stats uri /stats
+  stats refresh 10s
+  stats show-legends
+",
+            haproxy_address(&stats.ip().to_string(), &stats.port().to_string())
+        );
+    }
+    out
+}
+
+fn server_address(endpoint: &str) -> String {
+    let (host, port) = split(endpoint);
+    haproxy_address(host, port)
+}
+
+/// With TLS and a host name: SNI and the name the certificate must carry.
+fn tls_names(endpoint: &str, settings: &Settings) -> String {
+    let (host, _) = split(endpoint);
+    if settings.tls_ca_file.is_none() || is_ip(endpoint) {
+        return String::new();
+    }
+    format!(" sni str({host}) check-sni {host} verifyhost {host}")
+}

