@@ -231,9 +231,18 @@ struct Sidecar {
 
 impl Sidecar {
     fn start(map: &Path, args: &[&str], env: &[(&str, &str)]) -> Sidecar {
+        Self::launch(Path::new(env!("CARGO_BIN_EXE_locality")), map, args, env)
+    }
+
+    /// Through a wrapper that runs `locality` with the arguments it is given.
+    fn start_with(program: &Path, map: &Path, args: &[&str]) -> Sidecar {
+        Self::launch(program, map, args, &[])
+    }
+
+    fn launch(program: &Path, map: &Path, args: &[&str], env: &[(&str, &str)]) -> Sidecar {
         let port = free_port();
         let run = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_locality"));
+        let mut cmd = Command::new(program);
         cmd.args(["sidecar", "--map"])
             .arg(map)
             .args(["--listen", &format!("127.0.0.1:{port}"), "--stats", "off", "--run-dir"])
@@ -307,9 +316,13 @@ impl Sidecar {
 }
 
 impl Drop for Sidecar {
+    /// SIGTERM, as an orchestrator stops it (HAProxy stops with it); SIGKILL if it lingers.
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        send_signal(self.child.id(), "TERM");
+        if wait_timeout(&mut self.child, Duration::from_secs(5)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -619,7 +632,7 @@ fn signals_exit_status_and_start_up_errors() {
     let map = dir.path().join("map.json");
     std::fs::write(&map, group.map(&group.a1)).unwrap();
     let mut sidecar = Sidecar::start(&map, &["--zone", ZONE_A], &[]);
-    rustix_kill(sidecar.child.id(), "TERM");
+    send_signal(sidecar.child.id(), "TERM");
     let status = wait_timeout(&mut sidecar.child, Duration::from_secs(10)).expect("the sidecar exits on SIGTERM");
     // HAProxy's master exits 0 after stopping its worker, or 143 (128 + TERM) when the signal
     // arrives while it is still starting: either is HAProxy's own status, passed on.
@@ -674,7 +687,7 @@ fn signals_exit_status_and_start_up_errors() {
     drop(busy);
 }
 
-fn rustix_kill(pid: u32, signal: &str) {
+fn send_signal(pid: u32, signal: &str) {
     Command::new("kill")
         .args([&format!("-{signal}"), &pid.to_string()])
         .status()
@@ -733,4 +746,156 @@ fn glide_az_affinity_with_the_zone_from_resolve_reads_in_the_zone() {
     eprintln!("GLIDE AZ affinity (client_az {ZONE_C}): GETs per node primary/a1/a2/c/reader = {d:?}");
     assert_eq!(d[3], 300, "{d:?}");
     assert_eq!(d[0] + d[1] + d[2] + d[4], 0, "{d:?}");
+}
+
+/// A DNS server for tests (UDP, A records from a table; NXDOMAIN for other names, no data for
+/// other types), on a loopback address of its own at port 53 so that a private
+/// `/etc/resolv.conf` can name it.
+struct FakeDns {
+    names: Arc<Mutex<std::collections::HashMap<String, std::net::Ipv4Addr>>>,
+    queries: Arc<Mutex<u64>>,
+}
+
+impl FakeDns {
+    const ADDRESS: &'static str = "127.53.0.1";
+
+    fn start() -> FakeDns {
+        let socket = std::net::UdpSocket::bind((Self::ADDRESS, 53)).expect("UDP 127.53.0.1:53 (the tests run as root)");
+        let names = Arc::new(Mutex::new(std::collections::HashMap::new()));
+        let queries = Arc::new(Mutex::new(0));
+        let (table, count) = (Arc::clone(&names), Arc::clone(&queries));
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 1500];
+            while let Ok((n, from)) = socket.recv_from(&mut buf) {
+                *count.lock().unwrap() += 1;
+                if let Some(reply) = Self::answer(&buf[..n], &table.lock().unwrap()) {
+                    let _ = socket.send_to(&reply, from);
+                }
+            }
+        });
+        FakeDns { names, queries }
+    }
+
+    fn set(&self, name: &str, ip: Option<std::net::Ipv4Addr>) {
+        let mut names = self.names.lock().unwrap();
+        match ip {
+            Some(ip) => names.insert(name.to_string(), ip),
+            None => names.remove(name),
+        };
+    }
+
+    fn answer(query: &[u8], names: &std::collections::HashMap<String, std::net::Ipv4Addr>) -> Option<Vec<u8>> {
+        if query.len() < 12 {
+            return None;
+        }
+        // The question's name, type and class.
+        let mut at = 12;
+        let mut labels = Vec::new();
+        loop {
+            let length = *query.get(at)? as usize;
+            at += 1;
+            if length == 0 {
+                break;
+            }
+            labels.push(String::from_utf8_lossy(query.get(at..at + length)?).to_lowercase());
+            at += length;
+        }
+        let question_end = at + 4;
+        let qtype = u16::from_be_bytes([*query.get(at)?, *query.get(at + 1)?]);
+        let name = labels.join(".");
+        let known = names.get(&name);
+        let mut reply = query[..2].to_vec();
+        let rd = query[2] & 0x01;
+        reply.push(0x80 | 0x04 | rd); // QR, AA, RD as asked
+        reply.push(if known.is_some() { 0x80 } else { 0x83 }); // RA; NOERROR or NXDOMAIN
+        let answers: u16 = if known.is_some() && qtype == 1 { 1 } else { 0 };
+        reply.extend_from_slice(&[0, 1]);
+        reply.extend_from_slice(&answers.to_be_bytes());
+        reply.extend_from_slice(&[0, 0, 0, 0]);
+        reply.extend_from_slice(query.get(12..question_end)?);
+        if answers == 1 {
+            reply.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4]);
+            reply.extend_from_slice(&known?.octets());
+        }
+        Some(reply)
+    }
+}
+
+/// Host names, the default way: the system's resolver (a private `/etc/resolv.conf` naming the
+/// fake DNS, in a mount namespace of the sidecar's own). HAProxy starts while the replica's
+/// name does not resolve yet (reads go to the reader), takes the replica once it resolves, and
+/// follows it when its address changes.
+#[test]
+fn host_names_are_resolved_at_run_time_and_followed() {
+    let dns = FakeDns::start();
+    let group = Group::start();
+    // A second zone-a replica on another loopback address, same port as a1.
+    let moved = tempfile::tempdir().unwrap();
+    let mut moved_node = Command::new(valkey_server())
+        .args(["--port", &group.a1.port.to_string(), "--bind", "127.0.0.2", "--save", "", "--appendonly", "no"])
+        .args(["--availability-zone", ZONE_A, "--replicaof", "127.0.0.1", &group.primary.port.to_string()])
+        .arg("--dir")
+        .arg(moved.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let moved_gets = || {
+        TcpStream::connect(("127.0.0.2", group.a1.port))
+            .ok()
+            .and_then(|mut s| command(&mut s, &["INFO", "commandstats"]).ok())
+            .map(|info| {
+                String::from_utf8_lossy(&info)
+                    .lines()
+                    .find_map(|l| l.strip_prefix("cmdstat_get:calls=").and_then(|r| r.split(',').next()?.parse().ok()))
+                    .unwrap_or(0u64)
+            })
+            .unwrap_or(0)
+    };
+    dns.set("reader.cache.test", Some("127.0.0.1".parse().unwrap()));
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(
+        &map,
+        format!(
+            r#"{{"version":1,"fallback":"reader.cache.test:{}","zones":{{"{ZONE_A}":"replica.cache.test:{}"}}}}"#,
+            group.reader.port, group.a1.port
+        ),
+    )
+    .unwrap();
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(&resolv, format!("nameserver {}\noptions timeout:1 attempts:1\n", FakeDns::ADDRESS)).unwrap();
+    // The sidecar in its own mount namespace, with the private resolv.conf bound over the system's.
+    let wrapper = dir.path().join("with-resolv-conf");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec unshare --mount sh -c 'mount --bind \"$0\" /etc/resolv.conf && exec \"$@\"' {} {} \"$@\"\n",
+            resolv.display(),
+            env!("CARGO_BIN_EXE_locality")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let sidecar = Sidecar::start_with(&wrapper, &map, &["--zone", ZONE_A]);
+
+    // The replica's name does not resolve yet: HAProxy serves, from the reader.
+    let before = group.gets();
+    assert_eq!(sidecar.fresh_reads(10), 10, "{}", sidecar.stderr());
+    assert_eq!(delta(before, group.gets())[4], 10);
+
+    dns.set("replica.cache.test", Some("127.0.0.1".parse().unwrap()));
+    let found = sidecar.wait_until(Duration::from_secs(10), "reads on the replica once its name resolves", || {
+        let before = group.a1.gets();
+        sidecar.fresh_reads(1) == 1 && group.a1.gets() > before
+    });
+    dns.set("replica.cache.test", Some("127.0.0.2".parse().unwrap()));
+    let followed = sidecar.wait_until(Duration::from_secs(15), "reads on the replica's new address", || {
+        let before = moved_gets();
+        sidecar.fresh_reads(1) == 1 && moved_gets() > before
+    });
+    eprintln!("names: the replica used {found:?} after its name resolved, its new address {followed:?} after the change");
+    assert!(*dns.queries.lock().unwrap() > 0);
+    let _ = moved_node.kill();
+    let _ = moved_node.wait();
 }
