@@ -245,11 +245,16 @@ impl Sidecar {
         let mut cmd = Command::new(program);
         cmd.args(["sidecar", "--map"])
             .arg(map)
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--stats", "off", "--run-dir"])
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--run-dir"])
             .arg(run.path().join("run"))
             .args(["--cache-dir"])
             .arg(run.path().join("cache"))
             .args(args)
+            .args(if args.contains(&"--stats") {
+                &[][..]
+            } else {
+                &["--stats", "off"][..]
+            })
             .env_remove("LOCALITY_ZONE")
             .env_remove("ECS_CONTAINER_METADATA_URI_V4")
             .env_remove("AWS_LAMBDA_RUNTIME_API")
@@ -832,8 +837,23 @@ fn host_names_are_resolved_at_run_time_and_followed() {
     // A second zone-a replica on another loopback address, same port as a1.
     let moved = tempfile::tempdir().unwrap();
     let mut moved_node = Command::new(valkey_server())
-        .args(["--port", &group.a1.port.to_string(), "--bind", "127.0.0.2", "--save", "", "--appendonly", "no"])
-        .args(["--availability-zone", ZONE_A, "--replicaof", "127.0.0.1", &group.primary.port.to_string()])
+        .args([
+            "--port",
+            &group.a1.port.to_string(),
+            "--bind",
+            "127.0.0.2",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args([
+            "--availability-zone",
+            ZONE_A,
+            "--replicaof",
+            "127.0.0.1",
+            &group.primary.port.to_string(),
+        ])
         .arg("--dir")
         .arg(moved.path())
         .stdout(Stdio::null())
@@ -847,7 +867,10 @@ fn host_names_are_resolved_at_run_time_and_followed() {
             .map(|info| {
                 String::from_utf8_lossy(&info)
                     .lines()
-                    .find_map(|l| l.strip_prefix("cmdstat_get:calls=").and_then(|r| r.split(',').next()?.parse().ok()))
+                    .find_map(|l| {
+                        l.strip_prefix("cmdstat_get:calls=")
+                            .and_then(|r| r.split(',').next()?.parse().ok())
+                    })
                     .unwrap_or(0u64)
             })
             .unwrap_or(0)
@@ -864,7 +887,11 @@ fn host_names_are_resolved_at_run_time_and_followed() {
     )
     .unwrap();
     let resolv = dir.path().join("resolv.conf");
-    std::fs::write(&resolv, format!("nameserver {}\noptions timeout:1 attempts:1\n", FakeDns::ADDRESS)).unwrap();
+    std::fs::write(
+        &resolv,
+        format!("nameserver {}\noptions timeout:1 attempts:1\n", FakeDns::ADDRESS),
+    )
+    .unwrap();
     // The sidecar in its own mount namespace, with the private resolv.conf bound over the system's.
     let wrapper = dir.path().join("with-resolv-conf");
     std::fs::write(
@@ -885,17 +912,150 @@ fn host_names_are_resolved_at_run_time_and_followed() {
     assert_eq!(delta(before, group.gets())[4], 10);
 
     dns.set("replica.cache.test", Some("127.0.0.1".parse().unwrap()));
-    let found = sidecar.wait_until(Duration::from_secs(10), "reads on the replica once its name resolves", || {
-        let before = group.a1.gets();
-        sidecar.fresh_reads(1) == 1 && group.a1.gets() > before
-    });
+    let found = sidecar.wait_until(
+        Duration::from_secs(10),
+        "reads on the replica once its name resolves",
+        || {
+            let before = group.a1.gets();
+            sidecar.fresh_reads(1) == 1 && group.a1.gets() > before
+        },
+    );
     dns.set("replica.cache.test", Some("127.0.0.2".parse().unwrap()));
     let followed = sidecar.wait_until(Duration::from_secs(15), "reads on the replica's new address", || {
         let before = moved_gets();
         sidecar.fresh_reads(1) == 1 && moved_gets() > before
     });
-    eprintln!("names: the replica used {found:?} after its name resolved, its new address {followed:?} after the change");
+    eprintln!(
+        "names: the replica used {found:?} after its name resolved, its new address {followed:?} after the change"
+    );
     assert!(*dns.queries.lock().unwrap() > 0);
     let _ = moved_node.kill();
     let _ = moved_node.wait();
+}
+
+/// The fenced block of the consuming guide that follows `heading` and has language `lang`.
+fn guide_block(heading: &str, lang: &str) -> String {
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"))
+            .unwrap();
+    let after = &guide[guide
+        .find(heading)
+        .unwrap_or_else(|| panic!("{heading} not in the guide"))..];
+    let fence = format!("```{lang}\n");
+    let start = after.find(&fence).unwrap() + fence.len();
+    after[start..start + after[start..].find("```").unwrap()].to_string()
+}
+
+/// The guide's deployments as written: the Kubernetes container's args and environment, the ECS
+/// container's command and environment, the systemd unit's ExecStart and Environment — each run
+/// as `locality` with `--print-config` added and (the one substitution) `--map` pointing at a
+/// local file instead of SSM; the configuration listens where the block's readiness check and
+/// application look (127.0.0.1:6379) and passes `haproxy -c`. The PromQL names series that a
+/// running sidecar's `/metrics` serves.
+#[test]
+fn the_guides_deployments_start_the_sidecar_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(
+        &map,
+        r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1a":"127.0.0.1:7001"}}"#,
+    )
+    .unwrap();
+    let yaml = guide_block("### Kubernetes", "yaml");
+    let args_line = yaml.lines().find(|l| l.trim_start().starts_with("args:")).unwrap();
+    let k8s_args: Vec<String> = serde_json::from_str(args_line.split_once("args:").unwrap().1.trim()).unwrap();
+    let k8s_fallback = yaml
+        .lines()
+        .skip_while(|l| !l.contains("LOCALITY_FALLBACK"))
+        .nth(1)
+        .and_then(|l| l.split_once("value:"))
+        .map(|(_, v)| v.trim().trim_matches('"').to_string())
+        .unwrap();
+    assert!(
+        yaml.contains("port: 6379") && yaml.contains("\"127.0.0.1:6379\""),
+        "{yaml}"
+    );
+
+    let ecs: serde_json::Value = serde_json::from_str(&guide_block("### ECS", "json")).unwrap();
+    let sidecar = &ecs["containerDefinitions"][0];
+    let ecs_args: Vec<String> = serde_json::from_value(sidecar["command"].clone()).unwrap();
+    let ecs_fallback = sidecar["environment"][0]["value"].as_str().unwrap().to_string();
+    assert_eq!(sidecar["environment"][0]["name"], "LOCALITY_FALLBACK");
+    assert!(sidecar["healthCheck"]["command"][1]
+        .as_str()
+        .unwrap()
+        .contains("127.0.0.1/6379"));
+    assert_eq!(
+        ecs["containerDefinitions"][1]["dependsOn"][0]["containerName"],
+        sidecar["name"]
+    );
+
+    let unit = guide_block("### EC2 (systemd)", "ini");
+    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).unwrap();
+    let mut words = exec.split_whitespace();
+    assert_eq!(words.next(), Some("/usr/local/bin/locality"));
+    let unit_args: Vec<String> = words.map(str::to_string).collect();
+    let unit_fallback = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("Environment=LOCALITY_FALLBACK="))
+        .unwrap()
+        .to_string();
+
+    for (name, args, fallback) in [
+        ("kubernetes", k8s_args, k8s_fallback),
+        ("ecs", ecs_args, ecs_fallback),
+        ("systemd", unit_args, unit_fallback),
+    ] {
+        assert_eq!(args.first().map(String::as_str), Some("sidecar"), "{name}: {args:?}");
+        let at = args.iter().position(|a| a == "--map").unwrap();
+        assert_eq!(args[at + 1], "ssm:/prod/cache/replica-map", "{name}");
+        let mut args = args.clone();
+        args[at + 1] = map.display().to_string();
+        let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+            .args(&args)
+            .args(["--print-config", "--zone", ZONE_A, "--run-dir"])
+            .arg(dir.path().join(name))
+            .env("LOCALITY_FALLBACK", &fallback)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let config = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(config.contains("  bind 127.0.0.1:6379\n"), "{name}: {config}");
+        let file = dir.path().join(format!("{name}.cfg"));
+        std::fs::write(&file, &config).unwrap();
+        let check = Command::new("haproxy").arg("-c").arg("-f").arg(&file).output().unwrap();
+        assert!(
+            check.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+
+    // The PromQL's series, from a running sidecar's /metrics.
+    let group = Group::start();
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let stats_port = free_port();
+    let sidecar = Sidecar::start(
+        &map,
+        &["--zone", ZONE_A, "--stats", &format!("127.0.0.1:{stats_port}")],
+        &[],
+    );
+    assert_eq!(sidecar.fresh_reads(5), 5);
+    let mut http = TcpStream::connect(("127.0.0.1", stats_port)).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut metrics = String::new();
+    http.read_to_string(&mut metrics).unwrap();
+    let promql = guide_block("### Where reads go", "promql");
+    assert!(
+        promql.contains("haproxy_server_bytes_out_total{proxy=\"locality_replica\", server=~\"zone.*\"}"),
+        "{promql}"
+    );
+    let zone_bytes = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("haproxy_server_bytes_out_total{proxy=\"locality_replica\",server=\"zone1\"} "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no zone1 bytes series in /metrics"));
+    assert!(zone_bytes > 0);
+    assert!(metrics.contains("haproxy_server_bytes_out_total{proxy=\"locality_replica\",server=\"reader\"} 0"));
 }
