@@ -1,5 +1,6 @@
 //! Renders the registry docs (`docs/index.md`, `docs/resources/*.md`, `docs/data-sources/*.md`,
-//! `docs/list-resources/*.md`, `docs/actions/*.md`) from the schemas and from `examples/`, in
+//! `docs/list-resources/*.md`, `docs/actions/*.md`, `docs/functions/*.md`) from the schemas, the
+//! function definitions and `examples/`, in
 //! tfplugindocs' layout: resource pages show import by command, by `id` and by `identity` (with
 //! the identity schema) when the examples exist; a `guide.md` next to a resource's, list
 //! resource's or action's example is appended to its page. `tests/docs.rs` fails when
@@ -118,7 +119,52 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
             content: with_guide(content, read(&format!("actions/{name}/guide.md")).ok()),
         });
     }
+    for function in provider.functions() {
+        let definition = function.definition();
+        let name = definition.name;
+        pages.push(Page {
+            path: format!("functions/{name}.md").into(),
+            content: render_function(&definition, &read(&format!("functions/{name}/function.tf"))?),
+        });
+    }
     Ok(pages)
+}
+
+/// A function's page, in tfplugindocs' layout: summary, description, example, signature,
+/// arguments.
+fn render_function(definition: &crate::tfplugin::FunctionDefinition, example: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "---\n# Generated from the provider's function definitions by src/provider/docs.rs; do not edit.\npage_title: \"{name} function - locality\"\nsubcategory: \"\"\ndescription: |-\n  {summary}\n---\n\n# function: {name}\n\n{description}\n\n## Example Usage\n\n```terraform\n{example}\n```\n",
+        name = definition.name,
+        summary = definition.summary,
+        description = definition.description.trim_end(),
+        example = example.trim_end()
+    );
+    let parameters: Vec<String> = definition
+        .parameters
+        .iter()
+        .map(|p| format!("{} {}", p.name, p.ty.friendly_name().to_lowercase()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "## Signature\n\n<!-- doc-test: run-by: tests/functions.rs::functions_in_console_and_outputs_under_both_terraform_versions -->\n```text\n{}({}) {}\n```\n\n## Arguments\n",
+        definition.name,
+        parameters.join(", "),
+        definition.return_type.friendly_name().to_lowercase()
+    );
+    for (n, p) in definition.parameters.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{}. `{}` ({}) {}",
+            n + 1,
+            p.name,
+            p.ty.friendly_name(),
+            p.description
+        );
+    }
+    out
 }
 
 /// A page with its longer guidance (a migration guide, a runbook: `guide.md` next to the

@@ -10,6 +10,7 @@ mod data;
 pub mod data_sources;
 mod diagnostics;
 pub mod docs;
+pub mod functions;
 pub mod google;
 pub mod resources;
 mod secret;
@@ -87,6 +88,10 @@ impl Provider for LocalityProvider {
 
     fn actions(&self) -> Vec<Arc<dyn DynamicAction<ProviderData>>> {
         vec![action(actions::shift_weights::ShiftWeights)]
+    }
+
+    fn functions(&self) -> Vec<Arc<dyn crate::tfplugin::Function>> {
+        functions::all()
     }
 
     fn attribute_default(data: &ProviderData, key: &str) -> Option<Value> {

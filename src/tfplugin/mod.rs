@@ -4,6 +4,7 @@
 //! - [`schema`], [`diagnostics`]: what resources declare and report;
 //! - [`Provider`], [`Resource`], [`DataSource`]: what a provider implements, on typed
 //!   [`model`]s (three-state [`Field`]s) converted from and to values in one place;
+//! - [`function`]: provider-defined functions (Terraform 1.8+);
 //! - [`identity`], [`ListResource`], [`Action`]: resource identity, `terraform query` list
 //!   resources and actions (protocol 6.9/6.10, Terraform 1.12+);
 //! - [`run`]: the handshake, TLS and the gRPC server.
@@ -13,6 +14,7 @@
 pub mod action;
 mod convert;
 pub mod diagnostics;
+pub mod function;
 mod guard;
 pub mod identity;
 pub mod list;
@@ -29,6 +31,7 @@ pub mod value;
 
 pub use action::{action, Action, DynamicAction, Progress};
 pub use diagnostics::{AttributePath, Diagnostic, Diagnostics, Severity};
+pub use function::{Function, FunctionDefinition, FunctionError, Parameter};
 pub use identity::{identity_number, identity_string, IdentityAttribute, IdentitySchema};
 pub use list::{list_resource, DynamicListResource, ListResource, ListResult, Listed};
 pub use model::{Field, Model, Set};

@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 use super::action::{DynamicAction, Progress};
 use super::convert::{decode_dynamic, diagnostics_to_pb, encode_dynamic, path_to_pb, schema_to_pb};
 use super::diagnostics::{Diagnostic, Diagnostics};
+use super::function::{Function, FunctionDefinition};
 use super::guard::{action_completed, panic_diagnostic, PanicGuard};
 use super::identity::IdentitySchema;
 use super::list::DynamicListResource;
@@ -60,6 +61,7 @@ struct Inner<P: Provider> {
     data_sources: BTreeMap<String, Entry<dyn DynamicDataSource<P::Data>>>,
     list_resources: BTreeMap<String, Entry<dyn DynamicListResource<P::Data>>>,
     actions: BTreeMap<String, Entry<dyn DynamicAction<P::Data>>>,
+    functions: BTreeMap<String, (Arc<dyn Function>, FunctionDefinition)>,
     data: RwLock<Option<Arc<P::Data>>>,
     stop: CancellationToken,
 }
@@ -101,6 +103,14 @@ impl<P: Provider> ProviderService<P> {
         let data_sources = entries(provider.data_sources(), |d| d.type_name(), |d| d.schema());
         let list_resources = entries(provider.list_resources(), |l| l.type_name(), |l| l.schema());
         let actions = entries(provider.actions(), |a| a.type_name(), |a| a.schema());
+        let functions = provider
+            .functions()
+            .into_iter()
+            .map(|f| {
+                let definition = f.definition();
+                (definition.name.to_string(), (f, definition))
+            })
+            .collect();
         let identities = resources
             .iter()
             .filter_map(|(name, entry)| {
@@ -119,6 +129,7 @@ impl<P: Provider> ProviderService<P> {
                 data_sources,
                 list_resources,
                 actions,
+                functions,
                 data: RwLock::new(None),
                 stop,
             }),
@@ -283,6 +294,40 @@ fn identity_schema_to_pb(schema: &IdentitySchema) -> pb::ResourceIdentitySchema 
 /// How long an apply in flight may go on after StopProvider (Ctrl-C) to finish its requests.
 pub(crate) const APPLY_GRACE: Duration = Duration::from_secs(3);
 
+/// The functions' definitions as GetProviderSchema and GetFunctions send them.
+fn function_definitions(
+    functions: &BTreeMap<String, (Arc<dyn Function>, FunctionDefinition)>,
+) -> std::collections::HashMap<String, pb::Function> {
+    functions
+        .iter()
+        .map(|(name, (_, d))| {
+            let function = pb::Function {
+                parameters: d
+                    .parameters
+                    .iter()
+                    .map(|p| pb::function::Parameter {
+                        name: p.name.to_string(),
+                        r#type: p.ty.to_json_bytes(),
+                        allow_null_value: p.allow_null,
+                        allow_unknown_values: false,
+                        description: p.description.clone(),
+                        description_kind: pb::StringKind::Markdown as i32,
+                    })
+                    .collect(),
+                variadic_parameter: None,
+                r#return: Some(pb::function::Return {
+                    r#type: d.return_type.to_json_bytes(),
+                }),
+                summary: d.summary.clone(),
+                description: d.description.clone(),
+                description_kind: pb::StringKind::Markdown as i32,
+                deprecation_message: String::new(),
+            };
+            (name.clone(), function)
+        })
+        .collect()
+}
+
 fn reply<T>(message: T) -> Result<Response<T>, Status> {
     Ok(Response::new(message))
 }
@@ -307,7 +352,7 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 .iter()
                 .map(|(k, e)| (k.clone(), schema_to_pb(&e.schema)))
                 .collect(),
-            functions: Default::default(),
+            functions: function_definitions(&inner.functions),
             ephemeral_resource_schemas: Default::default(),
             diagnostics: Vec::new(),
             provider_meta: None,
@@ -350,7 +395,11 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 .keys()
                 .map(|k| pb::get_metadata::ResourceMetadata { type_name: k.clone() })
                 .collect(),
-            functions: Vec::new(),
+            functions: inner
+                .functions
+                .keys()
+                .map(|name| pb::get_metadata::FunctionMetadata { name: name.clone() })
+                .collect(),
             ephemeral_resources: Vec::new(),
             list_resources: inner
                 .list_resources
@@ -363,6 +412,76 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 .map(|k| pb::get_metadata::ActionMetadata { type_name: k.clone() })
                 .collect(),
         })
+    }
+
+    async fn get_functions(
+        &self,
+        _: Request<pb::get_functions::Request>,
+    ) -> Result<Response<pb::get_functions::Response>, Status> {
+        reply(pb::get_functions::Response {
+            functions: function_definitions(&self.inner.functions),
+            diagnostics: Vec::new(),
+        })
+    }
+
+    async fn call_function(
+        &self,
+        request: Request<pb::call_function::Request>,
+    ) -> Result<Response<pb::call_function::Response>, Status> {
+        let request = request.into_inner();
+        tracing::debug!(rpc = "CallFunction", function = %request.name);
+        let failed = |text: String, argument: Option<usize>| {
+            reply(pb::call_function::Response {
+                result: None,
+                error: Some(pb::FunctionError {
+                    text,
+                    function_argument: argument.and_then(|a| i64::try_from(a).ok()),
+                }),
+            })
+        };
+        let Some((function, definition)) = self.inner.functions.get(&request.name) else {
+            let known: Vec<&str> = self.inner.functions.keys().map(String::as_str).collect();
+            return failed(
+                format!(
+                    "This provider has no function {:?}; it has: {}.",
+                    request.name,
+                    known.join(", ")
+                ),
+                None,
+            );
+        };
+        if request.arguments.len() != definition.parameters.len() {
+            return failed(
+                format!(
+                    "{} takes {} argument(s), and {} were given.",
+                    definition.name,
+                    definition.parameters.len(),
+                    request.arguments.len()
+                ),
+                None,
+            );
+        }
+        let mut arguments = Vec::with_capacity(request.arguments.len());
+        for (index, (argument, parameter)) in request.arguments.iter().zip(&definition.parameters).enumerate() {
+            let mut diags = Diagnostics::default();
+            match decode_dynamic(Some(argument), &parameter.ty, parameter.name, &mut diags) {
+                Some(value) if !diags.has_errors() => arguments.push(value),
+                _ => {
+                    let text = diags.iter().next().map_or_else(
+                        || format!("The argument {} could not be read.", parameter.name),
+                        |d| format!("{}: {}", d.summary, d.detail),
+                    );
+                    return failed(text, Some(index));
+                }
+            }
+        }
+        match function.call(&arguments) {
+            Ok(value) => reply(pb::call_function::Response {
+                result: Some(encode_dynamic(&value, &definition.return_type)),
+                error: None,
+            }),
+            Err(error) => failed(error.text, error.argument),
+        }
     }
 
     async fn get_resource_identity_schemas(

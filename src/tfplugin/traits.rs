@@ -59,6 +59,11 @@ pub trait Provider: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The provider-defined functions; none by default.
+    fn functions(&self) -> Vec<Arc<dyn super::function::Function>> {
+        Vec::new()
+    }
+
     /// The provider-level default named `key` (see `Attribute::provider_default`), e.g. a
     /// default project; `None` when the provider has none.
     fn attribute_default(_data: &Self::Data, _key: &str) -> Option<Value> {

@@ -15,7 +15,10 @@ pub fn schema() -> Schema {
              A snapshot older than 180 days gives a plan-time warning: the clouds add ranges every week.\n\n\
              An address in no cloud's ranges is not an error: `found` is false and the other attributes are \
              null, so a configuration can filter on it. An address in a global range (e.g. AWS CloudFront) has a \
-             vendor but no region and no hint.",
+             vendor but no region and no hint.\n\n\
+             The function `provider::locality::cloud_region(ip)` (Terraform 1.8+) gives the same answer as a \
+             value, or null: use it in expressions over many addresses (`for`, `for_each`, locals); use this data \
+             source when the snapshot's date and source belong in state, or for the warning about an old snapshot.",
         )
         .attribute(Attribute::string("ip").required().description("The IPv4 or IPv6 address to look up."))
         .attribute(Attribute::bool("found").computed().description("Whether the address is in a published cloud range."))
