@@ -41,7 +41,9 @@ else
   checks=(bans licenses sources)
 fi
 
-# The fuzz workspace's crates must be in the local cache for an offline run.
+# Every crate of both lock files, for every platform (not only what this machine's build
+# downloaded: cargo-deny reads the whole graph), must be in the local cache for an offline run.
+cargo fetch --quiet --locked
 cargo fetch --quiet --locked --manifest-path fuzz/Cargo.toml
 "$deny" --offline check "${checks[@]}"
 "$deny" --offline --manifest-path fuzz/Cargo.toml check "${checks[@]}"

@@ -39,6 +39,7 @@ pub use schema::{Attribute, Block, NestedBlock, Nesting, Schema};
 pub use server::{run, serve_plaintext, ServeOptions, MAGIC_COOKIE_KEY, MAGIC_COOKIE_VALUE};
 pub use service::ProviderService;
 pub use traits::{
-    data_source, resource, Context, DataSource, DynamicDataSource, DynamicResource, PlanRequest, Provider, Resource,
+    data_source, resource, Context, DataSource, DynamicDataSource, DynamicResource, MoveSource, PlanRequest, Provider,
+    Resource,
 };
 pub use value::{Number, Type, Value};

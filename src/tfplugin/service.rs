@@ -22,7 +22,7 @@ use super::list::DynamicListResource;
 use super::plan::{finish_plan, initial_plan, keep_equivalent, replace_paths, Equivalence};
 use super::proto::tfplugin6 as pb;
 use super::schema::Schema;
-use super::traits::{Context, DynamicDataSource, DynamicResource, PlanRequest, Provider};
+use super::traits::{Context, DynamicDataSource, DynamicResource, MoveSource, PlanRequest, Provider};
 use super::value::{Type, Value};
 
 /// A registered resource or data source type, with its schema and value type computed once.
@@ -269,7 +269,7 @@ fn capabilities() -> pb::ServerCapabilities {
     pb::ServerCapabilities {
         plan_destroy: false,
         get_provider_schema_optional: true,
-        move_resource_state: false,
+        move_resource_state: true,
         generate_resource_config: false,
     }
 }
@@ -412,6 +412,42 @@ impl<P: Provider> pb::provider_server::Provider for ProviderService<P> {
                 .map(|k| pb::get_metadata::ActionMetadata { type_name: k.clone() })
                 .collect(),
         })
+    }
+
+    async fn move_resource_state(
+        &self,
+        request: Request<pb::move_resource_state::Request>,
+    ) -> Result<Response<pb::move_resource_state::Response>, Status> {
+        let request = request.into_inner();
+        tracing::debug!(rpc = "MoveResourceState", from = %request.source_type_name, to = %request.target_type_name);
+        let mut diags = Diagnostics::default();
+        let mut response = pb::move_resource_state::Response::default();
+        let Some(entry) = self.inner.resources.get(&request.target_type_name) else {
+            diags.error(
+                "Unknown resource type",
+                format!("This provider has no resource type {:?}.", request.target_type_name),
+            );
+            response.diagnostics = diagnostics_to_pb(&diags);
+            return reply(response);
+        };
+        let state_json = request
+            .source_state
+            .as_ref()
+            .map(|s| s.json.as_slice())
+            .unwrap_or_default();
+        let source = MoveSource {
+            provider: &request.source_provider_address,
+            type_name: &request.source_type_name,
+            schema_version: request.source_schema_version,
+            state_json,
+        };
+        if let Some(value) = entry.imp.move_state(&source, &mut diags) {
+            let value = entry.schema.block.conform(&value);
+            response.target_identity = self.identity_of(&request.target_type_name, &value);
+            response.target_state = Some(entry.encode(&value));
+        }
+        response.diagnostics = diagnostics_to_pb(&diags);
+        reply(response)
     }
 
     async fn get_functions(

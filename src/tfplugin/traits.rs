@@ -139,6 +139,16 @@ pub trait DynamicResource<D>: Send + Sync + 'static {
         None
     }
 
+    /// Converts another resource type's state (a `moved` block across types, Terraform 1.8+)
+    /// into this type's. The default refuses.
+    fn move_state(&self, source: &MoveSource<'_>, diags: &mut Diagnostics) -> Option<Value> {
+        diags.error(
+            "Unsupported `moved` across resource types",
+            refuse_move(self.type_name(), source),
+        );
+        None
+    }
+
     /// The identity schema (Terraform 1.12+); `None`: the type has no identity.
     fn identity_schema(&self) -> Option<IdentitySchema> {
         None
@@ -164,6 +174,26 @@ pub trait DynamicResource<D>: Send + Sync + 'static {
             ),
         ))
     }
+}
+
+/// The state a `moved` block brings from another resource type (MoveResourceState).
+#[derive(Debug, Clone, Copy)]
+pub struct MoveSource<'a> {
+    /// The source provider's address, e.g. `registry.terraform.io/cloudflare/cloudflare`.
+    pub provider: &'a str,
+    /// The source resource type, e.g. `cloudflare_origin_cloud_region`.
+    pub type_name: &'a str,
+    /// The schema version the source state was written with.
+    pub schema_version: i64,
+    /// The source state, as JSON (the source provider's schema, which this provider may not know).
+    pub state_json: &'a [u8],
+}
+
+fn refuse_move(target: &str, source: &MoveSource<'_>) -> String {
+    format!(
+        "{target} cannot take the state of {} ({}); use `terraform state rm` and an `import` block instead.",
+        source.type_name, source.provider
+    )
 }
 
 /// A data source type over dynamic values (what the service dispatches to).
@@ -248,6 +278,16 @@ pub trait Resource<D>: Send + Sync + 'static {
         diags.error(
             "Unsupported state version",
             format!("{} cannot upgrade state from schema version {from}.", self.type_name()),
+        );
+        None
+    }
+
+    /// Converts another resource type's state (a `moved` block across types, Terraform 1.8+)
+    /// into this type's model. The default refuses.
+    fn move_state(&self, source: &MoveSource<'_>, diags: &mut Diagnostics) -> Option<Self::Model> {
+        diags.error(
+            "Unsupported `moved` across resource types",
+            refuse_move(self.type_name(), source),
         );
         None
     }
@@ -385,6 +425,10 @@ impl<D: Send + Sync + 'static, R: Resource<D>> DynamicResource<D> for Typed<R> {
 
     fn upgrade(&self, from: i64, state: Value, diags: &mut Diagnostics) -> Option<Value> {
         self.0.upgrade(from, state, diags)
+    }
+
+    fn move_state(&self, source: &MoveSource<'_>, diags: &mut Diagnostics) -> Option<Value> {
+        self.0.move_state(source, diags).map(|m| m.to_value())
     }
 
     fn identity_schema(&self) -> Option<IdentitySchema> {

@@ -3,11 +3,13 @@
 //!
 //! - `schema.rs`: the schema (its descriptions are the docs);
 //! - `model.rs`: the model, the only place attributes are named;
+//! - `moved.rs`: the state of the official `cloudflare_origin_cloud_region`, for `moved` blocks;
 //! - this file: the glue between model and client. The client, the per-zone listing cache,
 //!   batching and create-without-takeover live in `crate::provider::cloudflare`.
 
 mod list;
 mod model;
+mod moved;
 mod schema;
 
 use async_trait::async_trait;
@@ -20,7 +22,8 @@ use crate::provider::cloudflare::{canonical_ip, CreateError, Owner, Support};
 use crate::provider::ProviderData;
 use crate::regions::{near_matches, regions, CATALOGUE_DATE, VENDORS};
 use crate::tfplugin::{
-    identity_string, AttributePath, Context, Diagnostic, Diagnostics, IdentitySchema, Resource, Schema, Value,
+    identity_string, AttributePath, Context, Diagnostic, Diagnostics, IdentitySchema, MoveSource, Resource, Schema,
+    Value,
 };
 
 /// The resource type.
@@ -108,6 +111,10 @@ impl Resource<ProviderData> for RegionHint {
 
     fn identity_schema(&self) -> Option<IdentitySchema> {
         Some(identity_schema())
+    }
+
+    fn move_state(&self, source: &MoveSource<'_>, diags: &mut Diagnostics) -> Option<RegionHintModel> {
+        moved::from_official(source, diags)
     }
 
     fn identity(&self, state: &RegionHintModel) -> Option<Value> {
