@@ -16,9 +16,22 @@ use std::path::{Component, Path};
 /// # Errors
 /// The I/O error; the temporary file is removed.
 pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    write_atomically_in(path, bytes, mode, 0o777)
+}
+
+/// [`write_atomically`], creating missing parent directories with `directory_mode` (less the
+/// umask, as `mkdir -p -m` would not but `local_file` does).
+///
+/// # Errors
+/// The I/O error; the temporary file is removed.
+pub fn write_atomically_in(path: &Path, bytes: &[u8], mode: u32, directory_mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
     let mode = mode & 0o777;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(directory_mode & 0o777)
+            .create(dir)?;
     }
     let file_name = path
         .file_name()

@@ -592,3 +592,66 @@ fn the_map_file_is_read_and_written_as_itself() {
     let out = tf.fails(&["validate"]).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(out.contains("has `..` components"), "{out}");
 }
+
+/// `file_permission` and `directory_permission`, as `local_file` has them: the default stays
+/// 0600; a configured mode is set exactly, directories are created with theirs (less the
+/// umask); a chmod outside Terraform is drift that the next apply sets back; a mode change alone
+/// rewrites the file; a bad value is an error on the attribute.
+#[test]
+fn file_and_directory_permissions() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tf = Terraform::dev_overrides();
+    let mode = |p: &std::path::Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+    let with_modes = |file: &str, dir: &str| {
+        config(TOPOLOGY, "shared/maps/replicas.json").replace(
+            "    path = \"shared/maps/replicas.json\"\n",
+            &format!("    path                 = \"shared/maps/replicas.json\"\n    file_permission      = \"{file}\"\n    directory_permission = \"{dir}\"\n"),
+        )
+    };
+    tf.write("main.tf", &with_modes("0640", "0750"));
+    tf.ok(&["apply", "-auto-approve"]);
+    let file = tf.path("shared/maps/replicas.json");
+    assert_eq!(mode(&file), 0o640);
+    // (0750 less any umask: never more than asked.)
+    assert_eq!(mode(&tf.path("shared/maps")) & !0o750, 0);
+    assert_eq!(mode(&tf.path("shared")) & !0o750, 0);
+    tf.assert_no_changes();
+
+    // Changed outside Terraform: drift, set back.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let plan = tf.ok(&["plan"]);
+    assert!(plan.contains(r#"~ file_permission      = "0666" -> "0640""#), "{plan}");
+    tf.ok(&["apply", "-auto-approve"]);
+    assert_eq!(mode(&file), 0o640);
+    tf.assert_no_changes();
+
+    // A new mode alone: the file is written again with it.
+    tf.write("main.tf", &with_modes("0644", "0750"));
+    tf.ok(&["apply", "-auto-approve"]);
+    assert_eq!(mode(&file), 0o644);
+    tf.assert_no_changes();
+
+    // Bad values: errors on the attribute, saying what is allowed.
+    for bad in ["0999", "4755", "rw-r--r--", "644 "] {
+        tf.write("main.tf", &with_modes(bad, "0750"));
+        let out = tf.fails(&["validate"]).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            out.contains("Invalid permission") && out.contains("file_permission") && out.contains("up to \"0777\""),
+            "{bad}: {out}"
+        );
+    }
+
+    // The default stays 0600 (and an import holds the defaults: no diff for them).
+    let plain = Terraform::dev_overrides();
+    plain.write("main.tf", &config(TOPOLOGY, "replicas.json"));
+    plain.ok(&["apply", "-auto-approve"]);
+    assert_eq!(mode(&plain.path("replicas.json")), 0o600);
+    plain.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
+    plain.ok(&[
+        "import",
+        "locality_zone_replica_map.cache",
+        &format!("file:{}", plain.path("replicas.json").display()),
+    ]);
+    let plan = plain.ok(&["plan"]);
+    assert!(!plan.contains("file_permission"), "{plan}");
+}

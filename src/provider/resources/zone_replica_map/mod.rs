@@ -170,6 +170,17 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         }
         state.version = version.into();
         state.document = text.into();
+        // The file's mode, as drift: a chmod outside Terraform shows in the plan and the next
+        // apply writes the file again with the configured mode.
+        if let (Target::File(path), Field::Known(files)) = (&target, &mut state.file) {
+            let Some(file) = files.first_mut() else {
+                return Some(state);
+            };
+            use std::os::unix::fs::MetadataExt as _;
+            if let Ok(meta) = std::fs::symlink_metadata(path) {
+                file.file_permission = target::permission_text(meta.mode()).into();
+            }
+        }
         Some(state)
     }
 
@@ -191,7 +202,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
     ) -> Option<ZoneReplicaMapModel> {
         // Only the configuration changed (e.g. the topology source after an import): what is
         // published is already right, and writing it again would make a new version for nothing.
-        if prior.document == planned.document && planned.version.is_known() {
+        if prior.document == planned.document && prior.file == planned.file && planned.version.is_known() {
             return Some(planned);
         }
         publish(ctx, planned, false, diags).await
@@ -268,13 +279,15 @@ async fn publish(
             diags.warning(
                 "Existing file replaced",
                 format!(
-                    "{} already existed; it was replaced by the published map, with mode 0600 (a symbolic link there is replaced itself, not followed). Its previous content and mode are not kept.",
-                    path.display()
+                    "{} already existed; it was replaced by the published map, with mode {} (a symbolic link there is replaced itself, not followed). Its previous content and mode are not kept.",
+                    path.display(),
+                    target::permission_text(planned.file_modes().file)
                 ),
             );
         }
     }
-    let version = diags.check(target.write(&ctx.data, &document, creating).await)?;
+    let modes = planned.file_modes();
+    let version = diags.check(target.write(&ctx.data, &document, creating, modes).await)?;
     planned.version = version.into();
     Some(planned)
 }

@@ -22,6 +22,10 @@ crate::model! {
     pub struct FileModel {
         /// The file's path.
         pub path: Field<String>,
+        /// The file's mode, octal text (default `0600`).
+        pub file_permission: Field<String>,
+        /// The mode of directories created for it, octal text (default `0777`, less the umask).
+        pub directory_permission: Field<String>,
     }
 }
 
@@ -117,6 +121,21 @@ impl ZoneReplicaMapModel {
             .map(|p| Target::File(p.into()))
     }
 
+    /// The modes of the `file` target (the defaults where not known or not valid).
+    pub(super) fn file_modes(&self) -> super::target::FileModes {
+        let file = blocks(&self.file).first();
+        let mode = |field: Option<&Field<String>>, default: u32| {
+            field
+                .and_then(Field::get)
+                .and_then(|text| super::target::parse_permission(text).ok())
+                .unwrap_or(default)
+        };
+        super::target::FileModes {
+            file: mode(file.map(|f| &f.file_permission), super::target::FILE_MODE),
+            directory: mode(file.map(|f| &f.directory_permission), 0o777),
+        }
+    }
+
     /// A state for an imported target: the target block and no members.
     pub fn imported(target: &Target) -> Self {
         let mut model = ZoneReplicaMapModel {
@@ -145,6 +164,8 @@ impl ZoneReplicaMapModel {
             Target::File(path) => {
                 model.file = Field::Known(vec![FileModel {
                     path: path.display().to_string().into(),
+                    file_permission: super::target::DEFAULT_FILE_PERMISSION.into(),
+                    directory_permission: super::target::DEFAULT_DIRECTORY_PERMISSION.into(),
                 }])
             }
         }

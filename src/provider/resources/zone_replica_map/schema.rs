@@ -104,8 +104,9 @@ pub fn schema() -> Schema {
                 Block::new(
                     "Publish to a local file that the resource owns (created, rewritten, and removed on destroy). \
                      Every write is atomic (an exclusive temporary file with a random name in the same folder, \
-                     fsync, rename) and gives the file mode 0600, whatever mode a file there had (never setuid, \
-                     setgid or sticky). A file already at the path when the resource is created is adopted: \
+                     fsync, rename) and gives the file exactly `file_permission` (default `0600`), whatever mode a \
+                     file there had (never setuid, setgid or sticky); a mode changed outside Terraform shows as drift \
+                     and the next apply sets it back. A file already at the path when the resource is created is adopted: \
                      replaced, with a warning. Refresh and import read the path itself: a symbolic link there, \
                      anything but a regular file, or a file over 4 MiB is an error, never followed into state. \
                      A path with `..` components is refused. Exactly one publish target (`secretsmanager`, `ssm_parameter` or `file`) is required.",
@@ -115,7 +116,17 @@ pub fn schema() -> Schema {
                         .required()
                         .requires_replace()
                         .description("Path of the file; relative paths are resolved against the directory Terraform runs in. Changing it replaces the resource."),
-                ),
+                )
+                .attribute(Attribute::string("file_permission").default("0600").description(
+                    "The file's mode as three or four octal digits, as `local_file` takes it, e.g. `\"0640\"` for a \
+                     group that runs the application; set exactly (the umask does not apply). At most `0777`. \
+                     Default `0600`: the user Terraform runs as. Changing it rewrites the file with the new mode.",
+                ))
+                .attribute(Attribute::string("directory_permission").default("0777").description(
+                    "The mode of directories created for the file when they are missing (existing ones are left as \
+                     they are), as `local_file` takes it; the umask applies, as for `mkdir`. Default `0777` (with the \
+                     usual umask 022: `0755`).",
+                )),
             )
             .items(0, 1),
         )

@@ -166,11 +166,17 @@ impl Target {
     ///
     /// # Errors
     /// [`PublishError`].
-    pub async fn write(&self, data: &ProviderData, document: &str, creating: bool) -> Result<String, PublishError> {
+    pub async fn write(
+        &self,
+        data: &ProviderData,
+        document: &str,
+        creating: bool,
+        modes: FileModes,
+    ) -> Result<String, PublishError> {
         match self {
             Target::File(path) => {
                 refuse_parent_components(path).map_err(|e| self.io(e))?;
-                write_atomically(path, document.as_bytes())
+                write_atomically(path, document.as_bytes(), modes)
                     .await
                     .map_err(|e| self.io(e))?;
                 Ok(sha256_hex(document.as_bytes()))
@@ -264,9 +270,53 @@ impl Target {
 /// The largest map file read back (a map of every AZ of every region is a few kilobytes).
 pub(super) const MAX_FILE_BYTES: u64 = 4 << 20;
 
-/// The mode of the published file (until a `file_permission` attribute exists): readable and
-/// writable by the user Terraform runs as, nobody else.
+/// The default mode of the published file (`file_permission`): readable and writable by the
+/// user Terraform runs as, nobody else.
 pub(super) const FILE_MODE: u32 = 0o600;
+/// `file_permission`'s default, as written in configurations.
+pub(super) const DEFAULT_FILE_PERMISSION: &str = "0600";
+/// `directory_permission`'s default (as `local_file`'s: 0777, less the umask).
+pub(super) const DEFAULT_DIRECTORY_PERMISSION: &str = "0777";
+
+/// The modes a `file` target is written with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileModes {
+    /// The file's mode, exactly (the umask does not apply).
+    pub file: u32,
+    /// The mode of the directories created for it (the umask applies, as for `local_file`).
+    pub directory: u32,
+}
+
+impl Default for FileModes {
+    fn default() -> FileModes {
+        FileModes {
+            file: FILE_MODE,
+            directory: 0o777,
+        }
+    }
+}
+
+/// A permission as `local_file` takes it: three or four octal digits, at most `0777` (setuid,
+/// setgid and sticky are refused).
+///
+/// # Errors
+/// A sentence saying what is allowed.
+pub(super) fn parse_permission(text: &str) -> Result<u32, String> {
+    let digits = text.strip_prefix('0').filter(|rest| rest.len() == 3).unwrap_or(text);
+    let mode = (digits.len() == 3 && digits.bytes().all(|b| (b'0'..=b'7').contains(&b)))
+        .then(|| u32::from_str_radix(digits, 8).ok())
+        .flatten();
+    mode.ok_or_else(|| {
+        format!(
+            "{text:?} is not a permission: give three or four octal digits up to \"0777\", e.g. \"0640\" (setuid, setgid and sticky bits are not allowed)."
+        )
+    })
+}
+
+/// `0640` for 0o640.
+pub(super) fn permission_text(mode: u32) -> String {
+    format!("{:04o}", mode & 0o777)
+}
 
 fn refuse_parent_components(path: &Path) -> std::io::Result<()> {
     if crate::files::has_parent_component(path) {
@@ -278,11 +328,11 @@ fn refuse_parent_components(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Replaces `path` with `bytes` (see [`crate::files::write_atomically`]), with [`FILE_MODE`]
+/// Replaces `path` with `bytes` (see [`crate::files::write_atomically`]), with `modes.file`
 /// whatever mode an existing file had.
-async fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+async fn write_atomically(path: &Path, bytes: &[u8], modes: FileModes) -> std::io::Result<()> {
     let (path, bytes) = (path.to_path_buf(), bytes.to_vec());
-    tokio::task::spawn_blocking(move || crate::files::write_atomically(&path, &bytes, FILE_MODE))
+    tokio::task::spawn_blocking(move || crate::files::write_atomically_in(&path, &bytes, modes.file, modes.directory))
         .await
         .map_err(std::io::Error::other)?
 }
@@ -297,9 +347,9 @@ mod tests {
     async fn files_are_replaced_whole_with_the_documented_mode() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/replicas.json");
-        write_atomically(&path, b"one").await.unwrap();
+        write_atomically(&path, b"one", FileModes::default()).await.unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o4777)).unwrap();
-        write_atomically(&path, b"two").await.unwrap();
+        write_atomically(&path, b"two", FileModes::default()).await.unwrap();
         let meta = std::fs::metadata(&path).unwrap();
         assert_eq!(
             (std::fs::read(&path).unwrap(), meta.permissions().mode() & 0o7777),

@@ -202,6 +202,18 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
         }
     }
     for (i, file) in blocks(&config.file).iter().enumerate() {
+        for (name, field) in [
+            ("file_permission", &file.file_permission),
+            ("directory_permission", &file.directory_permission),
+        ] {
+            if let Some(Err(problem)) = field.get().map(|text| super::target::parse_permission(text)) {
+                diags.attribute_error(
+                    AttributePath::root("file").index(i).attr(name),
+                    "Invalid permission",
+                    problem,
+                );
+            }
+        }
         if let Some(path) = file.path.get() {
             if crate::files::has_parent_component(std::path::Path::new(path)) {
                 diags.attribute_error(
