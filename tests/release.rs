@@ -374,3 +374,147 @@ fn terraform_init_from_a_registry_records_h1_and_zh_hashes() {
     tf.ok(&["plan"]);
     drop(registry);
 }
+
+/// Every platform the release workflow builds, packed here from stand-in binaries (this machine
+/// has only the linux_amd64 Rust target): each platform's names and archive format (Windows:
+/// `.exe` binaries and a `.zip` CLI archive), the combined SHA256SUMS and manifest, the mirror
+/// layout with every platform, and byte-identical output when packed again.
+#[test]
+fn every_platform_is_packed_with_its_names_and_format() {
+    const PLATFORMS: [&str; 5] = [
+        "linux_amd64",
+        "linux_arm64",
+        "darwin_amd64",
+        "darwin_arm64",
+        "windows_amd64",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package.py");
+    let release = |dist: &Path, mirror: &Path| {
+        let mut parts = Vec::new();
+        for platform in PLATFORMS {
+            let exe = if platform.starts_with("windows") { ".exe" } else { "" };
+            let bin = tmp.path().join(format!("bin-{platform}"));
+            std::fs::create_dir_all(&bin).unwrap();
+            std::fs::write(
+                bin.join(format!("terraform-provider-locality{exe}")),
+                format!("provider for {platform}"),
+            )
+            .unwrap();
+            std::fs::write(bin.join(format!("locality{exe}")), format!("cli for {platform}")).unwrap();
+            let part = dist.with_extension(format!("part-{platform}"));
+            run_ok(
+                Command::new("python3")
+                    .arg(&script)
+                    .arg(&bin)
+                    .arg(VERSION)
+                    .arg(&part)
+                    .args(["--platform", platform]),
+            );
+            parts.push(part);
+        }
+        run_ok(
+            Command::new("python3")
+                .arg(&script)
+                .args(["--combine", VERSION])
+                .arg(dist)
+                .args(&parts)
+                .arg("--mirror")
+                .arg(mirror),
+        );
+    };
+    let (dist, mirror) = (tmp.path().join("dist"), tmp.path().join("mirror"));
+    release(&dist, &mirror);
+    let names: Vec<String> = files(&dist)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let mut expected: Vec<String> = PLATFORMS
+        .iter()
+        .flat_map(|p| {
+            let cli = if p.starts_with("windows") { "zip" } else { "tar.gz" };
+            [
+                format!("terraform-provider-locality_{VERSION}_{p}.zip"),
+                format!("locality_{VERSION}_{p}.{cli}"),
+            ]
+        })
+        .chain([
+            format!("terraform-provider-locality_{VERSION}_manifest.json"),
+            format!("terraform-provider-locality_{VERSION}_SHA256SUMS"),
+            format!("locality_{VERSION}_SHA256SUMS"),
+        ])
+        .collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    // The registry's SHA256SUMS: every provider zip and the manifest, sorted, and right.
+    let sums = std::fs::read_to_string(dist.join(format!("terraform-provider-locality_{VERSION}_SHA256SUMS"))).unwrap();
+    let listed: Vec<&str> = sums.lines().map(|l| l.split_once("  ").unwrap().1).collect();
+    let mut wanted: Vec<String> = PLATFORMS
+        .iter()
+        .map(|p| format!("terraform-provider-locality_{VERSION}_{p}.zip"))
+        .chain([format!("terraform-provider-locality_{VERSION}_manifest.json")])
+        .collect();
+    wanted.sort();
+    assert_eq!(listed, wanted);
+    for line in sums.lines().chain(
+        std::fs::read_to_string(dist.join(format!("locality_{VERSION}_SHA256SUMS")))
+            .unwrap()
+            .lines(),
+    ) {
+        let (digest, name) = line.split_once("  ").unwrap();
+        assert_eq!(digest, sha256(&dist.join(name)), "{name}");
+    }
+    // Windows: the .exe inside both archives; the others: the plain names.
+    let listing = |archive: &str| run_ok(Command::new("unzip").arg("-l").arg(dist.join(archive)));
+    assert!(
+        listing(&format!("terraform-provider-locality_{VERSION}_windows_amd64.zip"))
+            .contains(&format!("terraform-provider-locality_v{VERSION}.exe"))
+    );
+    assert!(listing(&format!("locality_{VERSION}_windows_amd64.zip"))
+        .contains(&format!("locality_{VERSION}_windows_amd64/locality.exe")));
+    let darwin = listing(&format!("terraform-provider-locality_{VERSION}_darwin_arm64.zip"));
+    assert!(
+        darwin.contains(&format!("terraform-provider-locality_v{VERSION}\n"))
+            || darwin.contains(&format!("terraform-provider-locality_v{VERSION} ")),
+        "{darwin}"
+    );
+    let tar = run_ok(
+        Command::new("tar")
+            .arg("-tzf")
+            .arg(dist.join(format!("locality_{VERSION}_linux_arm64.tar.gz"))),
+    );
+    assert!(
+        tar.contains(&format!("locality_{VERSION}_linux_arm64/locality\n")),
+        "{tar}"
+    );
+    // The packed mirror: every platform's zip where `terraform init` looks.
+    for platform in PLATFORMS {
+        assert!(mirror
+            .join(format!(
+                "registry.terraform.io/locality/locality/terraform-provider-locality_{VERSION}_{platform}.zip"
+            ))
+            .is_file());
+    }
+    // Reproducible across platforms too.
+    let (again, again_mirror) = (tmp.path().join("again"), tmp.path().join("again-mirror"));
+    release(&again, &again_mirror);
+    for file in files(&dist) {
+        let name = file.file_name().unwrap();
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            std::fs::read(again.join(name)).unwrap(),
+            "{name:?}"
+        );
+    }
+    // An unknown platform is refused, naming the known ones.
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(tmp.path().join("bin-linux_amd64"))
+        .arg(VERSION)
+        .arg(tmp.path().join("x"))
+        .args(["--platform", "plan9_mips"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected one of linux_amd64, linux_arm64"));
+}
