@@ -1230,3 +1230,39 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
     let _ = reader.kill();
     let _ = (replica.wait(), reader.wait());
 }
+
+/// A change of shape — the zone gains a second replica (`spread_replicas`) — cannot be an address
+/// change at run time: the sidecar reloads HAProxy (master-worker, graceful), and new connections
+/// spread over both replicas; the session open before the reload goes on reading.
+#[test]
+fn a_change_of_shape_reloads_haproxy_gracefully() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let sidecar = Sidecar::start(&map, &["--zone", ZONE_A, "--interval", "1"], &[]);
+    let mut open = TcpStream::connect(("127.0.0.1", sidecar.port)).unwrap();
+    command(&mut open, &["GET", "k"]).unwrap();
+    let spread = format!(
+        r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}"}},"replicas":{{"{ZONE_A}":["{}","{}"]}}}}"#,
+        group.reader.endpoint(),
+        group.a1.endpoint(),
+        group.a1.endpoint(),
+        group.a2.endpoint()
+    );
+    std::fs::write(&map, spread).unwrap();
+    sidecar.wait_until(Duration::from_secs(10), "the reload", || {
+        sidecar.stderr().contains("HAProxy reloaded")
+    });
+    // New connections: over both replicas, never elsewhere.
+    let before = group.gets();
+    sidecar.wait_until(Duration::from_secs(10), "reads on both replicas", || {
+        sidecar.fresh_reads(10);
+        let d = delta(before, group.gets());
+        d[1] > 0 && d[2] > 0
+    });
+    let d = delta(before, group.gets());
+    assert_eq!([d[0], d[3], d[4]], [0, 0, 0], "{d:?}");
+    // The session from before the reload still reads (the old worker finishes it).
+    assert!(command(&mut open, &["GET", "k"]).is_ok(), "{}", sidecar.stderr());
+}
