@@ -99,6 +99,13 @@ fn text(data: &[u8]) {
     let _ = locality::provider::resources::region_hint::is_zone_id(&text);
     let _ = locality::provider::config::check_base_url(&text);
     let _ = locality::regions::near_matches(&text, &locality::regions::AWS);
+    let _ = locality::provider::resources::zone_replica_map::parse_permission(&text);
+    {
+        use locality::tfplugin::{Function, Value};
+        for function in locality::provider::functions::all() {
+            let _ = function.call(&[Value::string(text.as_ref())]);
+        }
+    }
     if let Ok(ip) = text.trim().parse::<std::net::IpAddr>() {
         let _ = locality::ranges::builtin().lookup(ip);
     }
@@ -130,9 +137,35 @@ fn resolve(data: &[u8]) {
     if let Ok(map) = ReplicaMap::parse(&text) {
         for zone in ["ap-northeast-1a", "apne1-az4", "us-east-1f"] {
             let zone = Zone::parse(zone).expect("a zone");
-            let _ = map.candidates(&zone, &text);
+            let candidates = map.candidates(&zone, &text);
+            // The sidecar's HAProxy configuration of whatever the map holds: one line per
+            // server, never a line a map value could add.
+            let layout = locality_resolve::sidecar::Layout {
+                replicas: candidates.unwrap_or_default(),
+                reader: map.fallback.clone(),
+                reason: None,
+                zone: zone.name.clone(),
+            };
+            let settings = locality_resolve::sidecar::haproxy::Settings {
+                listen: "127.0.0.1:6379".parse().expect("an address"),
+                stats: None,
+                socket: "/run/locality/haproxy.sock".into(),
+                tls_ca_file: Some("@system-ca".into()),
+                nameservers: Vec::new(),
+                check_timeout: std::time::Duration::from_millis(300),
+                comments: Vec::new(),
+            };
+            let config = locality_resolve::sidecar::haproxy::render(&layout, &settings);
+            let servers = config.lines().filter(|l| l.trim_start().starts_with("server ")).count();
+            assert_eq!(servers, layout.replicas.len() + 1, "{config}");
         }
     }
+    let _ = locality_resolve::check::parse_availability_zone(&text);
+    let probe = locality_resolve::check::Probe {
+        availability_zone: Some(text.to_string()),
+    };
+    let _ = probe.zone_mismatch(&Zone::parse("ap-northeast-1a").expect("a zone"));
+    let _ = locality_resolve::sidecar::runtime::parse_stat(&text);
     let _ = detect::zone_name(&text);
     let _ = detect::ecs_zone(&text);
     let _ = detect::lambda_zone(&text);

@@ -13,6 +13,8 @@ mod replica_map;
 mod schema;
 pub mod shared_secret;
 mod target;
+
+pub use target::parse_permission;
 mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};

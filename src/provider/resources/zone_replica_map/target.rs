@@ -301,7 +301,7 @@ impl Default for FileModes {
 ///
 /// # Errors
 /// A sentence saying what is allowed.
-pub(super) fn parse_permission(text: &str) -> Result<u32, String> {
+pub fn parse_permission(text: &str) -> Result<u32, String> {
     let digits = text.strip_prefix('0').filter(|rest| rest.len() == 3).unwrap_or(text);
     let mode = (digits.len() == 3 && digits.bytes().all(|b| (b'0'..=b'7').contains(&b)))
         .then(|| u32::from_str_radix(digits, 8).ok())
