@@ -101,7 +101,7 @@ fn text(data: &[u8]) {
     let _ = locality::regions::near_matches(&text, &locality::regions::AWS);
     let _ = locality::provider::resources::zone_replica_map::parse_permission(&text);
     {
-        use locality::tfplugin::{Function, Value};
+        use locality::tfplugin::Value;
         for function in locality::provider::functions::all() {
             let _ = function.call(&[Value::string(text.as_ref())]);
         }
