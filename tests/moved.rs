@@ -75,6 +75,7 @@ async fn moved_from_cloudflare_origin_cloud_region_changes_nothing() {
             tf.write("main.tf", &format!("{PREAMBLE}\n{}\n{}", provider(&fake), guide_block()));
             fake.take_requests();
             let plan = tf.ok(&["plan"]);
+            let plan_before = plan.clone();
             assert!(
                 plan.contains("cloudflare_origin_cloud_region.origin has moved to locality_region_hint.origin"),
                 "{version}: {plan}"
@@ -85,6 +86,7 @@ async fn moved_from_cloudflare_origin_cloud_region_changes_nothing() {
             assert!(writes.is_empty(), "{version}: the move wrote to the API: {writes:?}");
             let (code, plan) = tf.plan_exit_code();
             assert_eq!(code, 0, "{version}: the plan after the move is not empty:\n{plan}");
+            eprintln!("{version}: the plan that moves:\n{first}\n{version}: the plan after the apply:\n{plan}", first = plan_before);
             let show = tf.ok(&["state", "show", "locality_region_hint.origin"]);
             assert!(show.contains(&format!("\"{ZONE}/2001:db8::1\"")), "{version}: {show}");
             assert!(show.contains("upper_tier_colos"), "{version}: {show}");
