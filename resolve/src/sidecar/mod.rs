@@ -358,6 +358,9 @@ struct Supervisor {
 impl Supervisor {
     fn run(self, layout: Layout, err: &mut dyn Write) -> u8 {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
+        // Signals: TERM, INT, QUIT and USR1 (soft stop) go to HAProxy; HUP re-reads the map now.
+        // Registered before HAProxy starts, so that one arriving in between is held, not fatal.
+        let signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGQUIT, SIGUSR1, SIGHUP]);
         let mut child = match std::process::Command::new(&self.options.haproxy)
             .args(["-W", "-db", "-f"])
             .arg(&self.config_path)
@@ -377,8 +380,6 @@ impl Supervisor {
         let pid = child.id();
         let reread = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        // Signals: TERM, INT, QUIT and USR1 (soft stop) go to HAProxy; HUP re-reads the map now.
-        let signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGQUIT, SIGUSR1, SIGHUP]);
         let handle = match signals {
             Ok(mut signals) => {
                 let handle = signals.handle();
