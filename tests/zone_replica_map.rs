@@ -603,18 +603,18 @@ fn file_and_directory_permissions() {
     let tf = Terraform::dev_overrides();
     let mode = |p: &std::path::Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
     let with_modes = |file: &str, dir: &str| {
-        config(TOPOLOGY, "shared/maps/replicas.json").replace(
-            "    path = \"shared/maps/replicas.json\"\n",
-            &format!("    path                 = \"shared/maps/replicas.json\"\n    file_permission      = \"{file}\"\n    directory_permission = \"{dir}\"\n"),
+        config(TOPOLOGY, "published/maps/replicas.json").replace(
+            "    path = \"published/maps/replicas.json\"\n",
+            &format!("    path                 = \"published/maps/replicas.json\"\n    file_permission      = \"{file}\"\n    directory_permission = \"{dir}\"\n"),
         )
     };
     tf.write("main.tf", &with_modes("0640", "0750"));
     tf.ok(&["apply", "-auto-approve"]);
-    let file = tf.path("shared/maps/replicas.json");
+    let file = tf.path("published/maps/replicas.json");
     assert_eq!(mode(&file), 0o640);
     // (0750 less any umask: never more than asked.)
-    assert_eq!(mode(&tf.path("shared/maps")) & !0o750, 0);
-    assert_eq!(mode(&tf.path("shared")) & !0o750, 0);
+    assert_eq!(mode(&tf.path("published/maps")) & !0o750, 0);
+    assert_eq!(mode(&tf.path("published")) & !0o750, 0);
     tf.assert_no_changes();
 
     // Changed outside Terraform: drift, set back.
