@@ -82,6 +82,20 @@ fn command(stream: &mut TcpStream, args: &[&str]) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// GET commands the node at `endpoint` has served since it started (0 when it does not answer).
+fn gets_at(endpoint: &str) -> u64 {
+    let Ok(mut s) = TcpStream::connect(endpoint) else {
+        return 0;
+    };
+    let info = command(&mut s, &["INFO", "commandstats"]).unwrap_or_default();
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A Valkey 9 node on loopback with its own availability zone.
 struct Node {
     port: u16,
@@ -151,16 +165,7 @@ impl Node {
 
     /// GET commands this node has served since it started.
     fn gets(&self) -> u64 {
-        let Ok(mut s) = TcpStream::connect(self.endpoint()) else {
-            return 0;
-        };
-        let info = command(&mut s, &["INFO", "commandstats"]).unwrap_or_default();
-        let text = String::from_utf8_lossy(&info);
-        text.lines()
-            .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
+        gets_at(&self.endpoint())
     }
 }
 
@@ -515,15 +520,8 @@ fn without_a_zone_or_with_a_wrong_entry_reads_go_to_the_reader() {
     );
     drop(sidecar);
 
-    let out = Command::new(env!("CARGO_BIN_EXE_locality"))
-        .args(["resolve", "--check", "--zone", ZONE_A, "--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .arg("--map")
-        .arg(&map)
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), group.reader.endpoint());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (endpoint, err) = resolve_check(&map, &dir.path().join("cache"));
+    assert_eq!(endpoint, group.reader.endpoint());
     assert!(
         err.contains(&format!(
             "reports availability zone {ZONE_C}, and this client is in {ZONE_A} (the map's entry is wrong)"
@@ -532,14 +530,23 @@ fn without_a_zone_or_with_a_wrong_entry_reads_go_to_the_reader() {
     );
     // The right entry passes the same check.
     std::fs::write(&map, group.map(&group.a2)).unwrap();
+    let (endpoint, _) = resolve_check(&map, &dir.path().join("cache2"));
+    assert_eq!(endpoint, group.a2.endpoint());
+}
+
+/// `locality resolve --check --zone <zone a>`: the endpoint printed, and stderr.
+fn resolve_check(map: &Path, cache: &Path) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_locality"))
         .args(["resolve", "--check", "--zone", ZONE_A, "--cache-dir"])
-        .arg(dir.path().join("cache2"))
+        .arg(cache)
         .arg("--map")
-        .arg(&map)
+        .arg(map)
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), group.a2.endpoint());
+    (
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// `--print-config` is what `haproxy -c` accepts, for every shape: replicas and reader, spread
@@ -860,21 +867,8 @@ fn host_names_are_resolved_at_run_time_and_followed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let moved_gets = || {
-        TcpStream::connect(("127.0.0.2", group.a1.port))
-            .ok()
-            .and_then(|mut s| command(&mut s, &["INFO", "commandstats"]).ok())
-            .map(|info| {
-                String::from_utf8_lossy(&info)
-                    .lines()
-                    .find_map(|l| {
-                        l.strip_prefix("cmdstat_get:calls=")
-                            .and_then(|r| r.split(',').next()?.parse().ok())
-                    })
-                    .unwrap_or(0u64)
-            })
-            .unwrap_or(0)
-    };
+    let moved_endpoint = format!("127.0.0.2:{}", group.a1.port);
+    let moved_gets = || gets_at(&moved_endpoint);
     dns.set("reader.cache.test", Some("127.0.0.1".parse().unwrap()));
     let dir = tempfile::tempdir().unwrap();
     let map = dir.path().join("map.json");

@@ -184,6 +184,14 @@ pub fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
+/// The map, read from its source within `options.map_timeout` and parsed; `Err` says why not.
+pub(crate) fn read_map(options: &Options) -> Result<ReplicaMap, String> {
+    options
+        .map
+        .read(options.map_timeout)
+        .and_then(|text| ReplicaMap::parse(&text).map_err(|e| e.to_string()))
+}
+
 /// No endpoint at all: the map could not be read and no fallback was given.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
@@ -195,10 +203,7 @@ pub struct Unresolvable(pub String);
 /// # Errors
 /// [`Unresolvable`] when the map cannot be read and there is no `options.fallback`.
 pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
-    let map = options
-        .map
-        .read(options.map_timeout)
-        .and_then(|text| ReplicaMap::parse(&text).map_err(|e| e.to_string()));
+    let map = read_map(options);
     let (zone, source, zone_failure, requests) = find_zone(options);
     let mut notes = Vec::new();
     let cache = options.cache_dir.as_deref().map(cache::Cache::open);

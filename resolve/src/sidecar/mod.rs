@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{check, Options, ReplicaMap, Zone, ZoneSource};
+use crate::{check, read_map, Options, ReplicaMap, Zone, ZoneSource};
 
 /// The most replicas of one zone the sidecar spreads over.
 pub const MAX_REPLICAS: usize = 8;
@@ -180,13 +180,6 @@ pub fn plan(
         },
         notes,
     ))
-}
-
-fn read_map(options: &Options) -> Result<ReplicaMap, String> {
-    options
-        .map
-        .read(options.map_timeout)
-        .and_then(|text| ReplicaMap::parse(&text).map_err(|e| e.to_string()))
 }
 
 /// The source of the map as `--map` spells it.
