@@ -155,7 +155,7 @@ async fn set_weights_refuses_unknown_backends_and_all_zero() {
     assert!(matches!(missing, Err(WeightsError::Api { .. })), "{missing:?}");
 }
 
-async fn zones() -> (FakeCloudflare, Zones) {
+async fn zones() -> (FakeCloudflare, std::sync::Arc<Zones>) {
     let fake = FakeCloudflare::start().await;
     let client = Cloudflare::new(
         locality::http::client(std::time::Duration::from_secs(10)),
@@ -163,7 +163,7 @@ async fn zones() -> (FakeCloudflare, Zones) {
         Secret::new(CF_TOKEN),
         quick_retries(),
     );
-    (fake, Zones::new(client))
+    (fake, std::sync::Arc::new(Zones::new(client)))
 }
 
 fn mapping(ip: &str, vendor: &str, region: &str) -> Mapping {

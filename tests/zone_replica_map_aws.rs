@@ -494,3 +494,199 @@ async fn an_unreadable_aws_answer_never_shows_its_body() {
     })
     .await;
 }
+
+/// The parameter's tags, as ListTagsForResource gives them.
+async fn parameter_tags(moto: &Moto) -> std::collections::BTreeMap<String, String> {
+    let client = aws_sdk_ssm::Client::new(&moto.config().await);
+    let out = client
+        .list_tags_for_resource()
+        .resource_type(aws_sdk_ssm::types::ResourceTypeForTagging::Parameter)
+        .resource_id(PARAM)
+        .send()
+        .await
+        .unwrap();
+    out.tag_list()
+        .iter()
+        .map(|t| (t.key().to_string(), t.value().to_string()))
+        .collect()
+}
+
+/// The parameter's type, KMS key and tier (DescribeParameters), and its decrypted value.
+async fn parameter_kind(moto: &Moto) -> (String, Option<String>, String, String) {
+    let client = aws_sdk_ssm::Client::new(&moto.config().await);
+    let described = client
+        .describe_parameters()
+        .parameter_filters(
+            aws_sdk_ssm::types::ParameterStringFilter::builder()
+                .key("Name")
+                .option("Equals")
+                .values(PARAM)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let p = &described.parameters()[0];
+    let value = client
+        .get_parameter()
+        .name(PARAM)
+        .with_decryption(true)
+        .send()
+        .await
+        .unwrap();
+    (
+        p.r#type().unwrap().as_str().to_string(),
+        p.key_id().map(str::to_string),
+        p.tier().map_or("Standard".to_string(), |t| t.as_str().to_string()),
+        value.parameter().unwrap().value().unwrap().to_string(),
+    )
+}
+
+/// Issue 29 item 4: `tags` merged over the provider's `default_tags` (tags win), drift on tags
+/// shown and restored, a SecureString with a customer key and the Advanced tier read back
+/// decrypted, a new key as a new version, the tier that SSM cannot take back refused at plan,
+/// and `tags` on a target that creates nothing refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssm_tags_default_tags_secure_string_key_and_tier() {
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c"])
+        .await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    let main = |tags: &str, ssm: &str| {
+        format!(
+            "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n    default_tags {{\n      tags = {{\n        team = \"cache\"\n        env  = \"prod\"\n      }}\n    }}\n  }}\n}}\n\nresource \"locality_zone_replica_map\" \"cache\" {{\n  replication_group_id = \"sessions\"\n  tags = {tags}\n\n  ssm_parameter {{\n    name = \"{PARAM}\"\n{ssm}\n  }}\n}}\n\noutput \"tags_all\" {{\n  value = locality_zone_replica_map.cache.tags_all\n}}\n\noutput \"document\" {{\n  value     = locality_zone_replica_map.cache.document\n  sensitive = true\n}}\n",
+            moto.endpoint
+        )
+    };
+    let secure = "    type   = \"SecureString\"\n    key_id = \"alias/locality-map\"\n    tier   = \"Advanced\"";
+    tf.write(
+        "main.tf",
+        &main("{\n    env   = \"staging\"\n    owner = \"sre\"\n  }", secure),
+    );
+    let t = tf.clone();
+    let (doc, tags_all) = blocking(move || {
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        (t.output("document"), t.ok(&["output", "-json", "tags_all"]))
+    })
+    .await;
+    let want: std::collections::BTreeMap<String, String> = [("env", "staging"), ("owner", "sre"), ("team", "cache")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(
+        parameter_tags(&moto).await,
+        want,
+        "the resource's tags win over default_tags"
+    );
+    assert_eq!(
+        serde_json::from_str::<std::collections::BTreeMap<String, String>>(&tags_all).unwrap(),
+        want
+    );
+    let (kind, key, tier, value) = parameter_kind(&moto).await;
+    assert_eq!(
+        (kind.as_str(), key.as_deref(), tier.as_str()),
+        ("SecureString", Some("alias/locality-map"), "Advanced")
+    );
+    assert_eq!(value, doc, "read back decrypted: the text applications read");
+
+    // Drift on tags (one removed, one added, one changed outside Terraform) is shown, then undone.
+    let client = aws_sdk_ssm::Client::new(&moto.config().await);
+    let tag = |k: &str, v: &str| aws_sdk_ssm::types::Tag::builder().key(k).value(v).build().unwrap();
+    client
+        .remove_tags_from_resource()
+        .resource_type(aws_sdk_ssm::types::ResourceTypeForTagging::Parameter)
+        .resource_id(PARAM)
+        .tag_keys("owner")
+        .send()
+        .await
+        .unwrap();
+    client
+        .add_tags_to_resource()
+        .resource_type(aws_sdk_ssm::types::ResourceTypeForTagging::Parameter)
+        .resource_id(PARAM)
+        .tags(tag("rogue", "x"))
+        .tags(tag("team", "other"))
+        .send()
+        .await
+        .unwrap();
+    // And the decrypted value changed outside Terraform: drift too.
+    client
+        .put_parameter()
+        .name(PARAM)
+        .value("{\"version\":1}")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .key_id("alias/locality-map")
+        .overwrite(true)
+        .send()
+        .await
+        .unwrap();
+    let t = tf.clone();
+    blocking(move || {
+        let (code, plan) = t.plan_exit_code();
+        assert_eq!(code, 2, "{plan}");
+        for shown in ["\"owner\"", "\"rogue\"", "\"team\""] {
+            assert!(plan.contains(shown), "the plan names the drifted tag {shown}:\n{plan}");
+        }
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    assert_eq!(parameter_tags(&moto).await, want);
+    assert_eq!(parameter_kind(&moto).await.3, doc);
+
+    // Tags changed in the configuration: only the difference is sent.
+    tf.write("main.tf", &main("{\n    env = \"staging\"\n  }", secure));
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    let mut want_now = want.clone();
+    want_now.remove("owner");
+    assert_eq!(parameter_tags(&moto).await, want_now);
+
+    // A new key is a new write (a new version), with the same text.
+    let (_, before) = parameter(&moto).await.unwrap();
+    let rekeyed = "    type   = \"SecureString\"\n    key_id = \"alias/locality-map-2\"\n    tier   = \"Advanced\"";
+    tf.write("main.tf", &main("{\n    env = \"staging\"\n  }", rekeyed));
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    let (_, after) = parameter(&moto).await.unwrap();
+    assert!(after > before, "version {before} -> {after}");
+    assert_eq!(parameter_kind(&moto).await.1.as_deref(), Some("alias/locality-map-2"));
+
+    // Advanced → Standard: SSM cannot; the plan says so and what to do.
+    let standard = "    type   = \"SecureString\"\n    key_id = \"alias/locality-map-2\"\n    tier   = \"Standard\"";
+    tf.write("main.tf", &main("{\n    env = \"staging\"\n  }", standard));
+    let t = tf.clone();
+    blocking(move || {
+        let out = t.fails(&["plan"]);
+        assert!(
+            out.contains("Tier cannot go back to Standard") && out.contains("-replace"),
+            "{out}"
+        );
+    })
+    .await;
+
+    // A key on a String parameter, and tags on a file target: errors naming the attribute.
+    tf.write("main.tf", &main("{}", "    key_id = \"alias/locality-map\""));
+    let t = tf.clone();
+    blocking(move || {
+        let out = t.fails(&["validate"]);
+        assert!(out.contains("Key without encryption") && out.contains("key_id"), "{out}");
+        t.write(
+            "main.tf",
+            &format!("{PREAMBLE}\nresource \"locality_zone_replica_map\" \"f\" {{\n  fallback_endpoint = \"r:6379\"\n  tags = {{ a = \"b\" }}\n  member {{\n    endpoint = \"n1:6379\"\n    zone     = \"ap-northeast-1a\"\n  }}\n  file {{\n    path = \"m.json\"\n  }}\n}}\n"),
+        );
+        let out = t.fails(&["validate"]);
+        assert!(out.contains("Nothing to tag"), "{out}");
+    })
+    .await;
+}

@@ -33,6 +33,9 @@ pub struct AwsConfig {
     pub allowed_account_ids: Vec<String>,
     /// The accounts the credentials must not belong to.
     pub forbidden_account_ids: Vec<String>,
+    /// `default_tags { tags }`: tags every AWS resource the provider creates carries, under
+    /// the resource's own `tags`.
+    pub default_tags: std::collections::BTreeMap<String, String>,
 }
 
 impl AwsConfig {
@@ -79,9 +82,27 @@ pub struct GoogleConfig {
     pub iam_credentials_base_url: String,
 }
 
+/// How Cloudflare and Google requests are sent: the provider block's `request_timeout` and
+/// `max_retries`, else `LOCALITY_HTTP_TIMEOUT` and `LOCALITY_HTTP_RETRIES`, else the defaults.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpConfig {
+    /// How long one request may take.
+    pub timeout: Option<std::time::Duration>,
+    /// Retries after the first attempt (429, 5xx, connection errors).
+    pub max_retries: Option<u32>,
+}
+
+/// The default of `max_retries`.
+pub const DEFAULT_MAX_RETRIES: u32 = 4;
+
+/// The largest `max_retries` accepted.
+pub const MAX_RETRIES_LIMIT: u32 = 25;
+
 /// The resolved provider configuration: what resources receive.
 #[derive(Debug, Clone, Default)]
 pub struct ProviderConfig {
+    /// Request timeout and retries of the Cloudflare and Google clients.
+    pub http: HttpConfig,
     /// Set when a `cloudflare` block is present or the environment provides a token.
     pub cloudflare: CloudflareConfig,
     /// AWS settings.
@@ -120,7 +141,8 @@ pub fn schema() -> Schema {
              | `AWS_REGION`, `AWS_PROFILE`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_ROLE_SESSION_NAME`, `AWS_CONTAINER_CREDENTIALS_*`, `AWS_EC2_METADATA_DISABLED`, `AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_MAX_ATTEMPTS` | the standard AWS chain, as every AWS SDK reads it (the `aws` block's attributes win) |\n\
              | `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>` (`_SSM`, `_SECRETS_MANAGER`, `_ELASTICACHE`, `_STS`), `endpoint_url` in the shared config file | the endpoints when `aws.endpoint_url` is not set, the service's own first, as in the AWS CLI; whatever sets them, plain `http` is refused unless the host is loopback |\n\
              | `TF_LOG_PROVIDER`, `TF_LOG` | the provider's log level (logs never carry credentials) |\n\
-             | `LOCALITY_HTTP_TIMEOUT` | seconds one Cloudflare or Google request may take (default 60) |\n\
+             | `LOCALITY_HTTP_TIMEOUT` | seconds one Cloudflare or Google request may take, when `request_timeout` is not set (default 60) |\n\
+             | `LOCALITY_HTTP_RETRIES` | retries of a Cloudflare or Google request, when `max_retries` is not set (default 4) |\n\
              | `LOCALITY_RANGES_FILE` | an IP-range snapshot written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region`, `locality_region_hints.origins` and `locality lookup` |\n\
              | `XDG_DATA_HOME`, `HOME` | where `locality ranges update` writes without `-o` |\n\
              | `LOCALITY_ZONE` | `locality resolve`: this process's AZ name or ID when `--zone` is not given |\n\
@@ -144,6 +166,12 @@ pub fn schema() -> Schema {
              its calls apart. (Google's token endpoints — OAuth, STS, the metadata server — are called by \
              Google's auth library, with its own.)",
         )
+        .attribute(Attribute::string("request_timeout").optional().description(
+            "How long one Cloudflare or Google API request may take, as a duration such as `\"60s\"` or              `\"2m\"` (1s to 1h), as the Google provider's `request_timeout`. Default: `LOCALITY_HTTP_TIMEOUT`              (seconds), else `60s`. A resource's `timeouts` bound its whole operation, retries included.",
+        ))
+        .attribute(Attribute::number("max_retries").optional().description(
+            "How many times a Cloudflare or Google API request is retried after a 429, a 5xx or a connection              error (0 to 25), with exponential backoff and full jitter, honouring `Retry-After`. Default:              `LOCALITY_HTTP_RETRIES`, else 4. AWS calls follow the AWS SDK's own retry settings              (`AWS_MAX_ATTEMPTS`, `max_attempts` in the shared config file).",
+        ))
         .block(NestedBlock::new(
             "cloudflare",
             Nesting::Single,
@@ -204,6 +232,19 @@ pub fn schema() -> Schema {
                         .attribute(Attribute::string("duration").optional().description(
                             "How long the role session lasts, e.g. `1h` (15m to 12h, and at most the role's maximum \
                              session duration). Default: 1h.",
+                        )),
+                    )
+                    .items(0, 1),
+                )
+                .block(
+                    NestedBlock::new(
+                        "default_tags",
+                        Nesting::List,
+                        Block::new(
+                            "Tags for every AWS resource this provider creates (the SSM parameter of a                              `locality_zone_replica_map`), as the AWS provider's `default_tags`: a resource's own                              `tags` win on the same key, and its `tags_all` shows the merge.",
+                        )
+                        .attribute(Attribute::typed("tags", Type::map(Type::String)).optional().description(
+                            "Key → value.",
                         )),
                     )
                     .items(0, 1),
@@ -269,6 +310,24 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
             if let Err(problem) = check_base_url(url) {
                 diags.attribute_error(AttributePath::root(block).attr(attr), "Invalid URL", problem);
             }
+        }
+    }
+    if let Some(text) = config.get("request_timeout").as_str() {
+        if let Err(problem) = request_timeout(text) {
+            diags.attribute_error(
+                AttributePath::root("request_timeout"),
+                "Invalid request timeout",
+                problem,
+            );
+        }
+    }
+    if let Some(n) = config.get("max_retries").as_number() {
+        if n.as_u64().is_none_or(|n| n > u64::from(MAX_RETRIES_LIMIT)) {
+            diags.attribute_error(
+                AttributePath::root("max_retries"),
+                "Invalid retry count",
+                format!("`max_retries` is {n}: give a whole number from 0 to {MAX_RETRIES_LIMIT}."),
+            );
         }
     }
     let aws = config.get("aws");
@@ -404,8 +463,24 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
                 }),
             allowed_account_ids: strings(config.get("aws").get("allowed_account_ids")),
             forbidden_account_ids: strings(config.get("aws").get("forbidden_account_ids")),
+            default_tags: config
+                .get("aws")
+                .get("default_tags")
+                .elements()
+                .first()
+                .map(|block| {
+                    block
+                        .get("tags")
+                        .entries()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default(),
         },
         google: resolve_google(config, diags),
+        http: resolve_http(config, diags),
     };
     // Values from the environment are checked here; the block's own were checked in validate.
     for (name, url) in [
@@ -419,6 +494,50 @@ pub fn resolve(config: &Value, diags: &mut Diagnostics) -> ProviderConfig {
         }
     }
     resolved
+}
+
+/// `request_timeout` and `max_retries`, else their environment variables (checked here: a bad
+/// value is an error naming the variable, not silently the default).
+fn resolve_http(config: &Value, diags: &mut Diagnostics) -> HttpConfig {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let timeout = match config.get("request_timeout").as_str() {
+        Some(text) => request_timeout(text).ok(),
+        None => env("LOCALITY_HTTP_TIMEOUT").and_then(|v| match v.trim().parse::<u64>() {
+            Ok(s) if (1..=3600).contains(&s) => Some(std::time::Duration::from_secs(s)),
+            _ => {
+                diags.error(
+                    "Invalid LOCALITY_HTTP_TIMEOUT",
+                    format!("LOCALITY_HTTP_TIMEOUT is {v:?}: give whole seconds from 1 to 3600, or set `request_timeout` in the provider block."),
+                );
+                None
+            }
+        }),
+    };
+    let max_retries = match config.get("max_retries").as_number() {
+        Some(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        None => env("LOCALITY_HTTP_RETRIES").and_then(|v| match v.trim().parse::<u32>() {
+            Ok(n) if n <= MAX_RETRIES_LIMIT => Some(n),
+            _ => {
+                diags.error(
+                    "Invalid LOCALITY_HTTP_RETRIES",
+                    format!("LOCALITY_HTTP_RETRIES is {v:?}: give a whole number from 0 to {MAX_RETRIES_LIMIT}, or set `max_retries` in the provider block."),
+                );
+                None
+            }
+        }),
+    };
+    HttpConfig { timeout, max_retries }
+}
+
+/// A `request_timeout`: 1s to 1h.
+///
+/// # Errors
+/// A sentence saying what is allowed.
+pub fn request_timeout(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text.trim())
+        .ok()
+        .filter(|d| (1..=3600).contains(&d.as_secs()))
+        .ok_or_else(|| format!("{text:?} is not a request timeout: use e.g. \"30s\" or \"2m\", from 1s to 1h."))
 }
 
 fn resolve_google(config: &Value, diags: &mut Diagnostics) -> GoogleConfig {
@@ -595,9 +714,9 @@ pub fn is_account_id(id: &str) -> bool {
 
 /// Whether `arn` is an IAM role ARN (`arn:<partition>:iam::<account>:role/<path/name>`).
 pub fn is_role_arn(arn: &str) -> bool {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static RE: std::sync::OnceLock<regex_lite::Regex> = std::sync::OnceLock::new();
     RE.get_or_init(|| {
-        regex::Regex::new(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]+$").expect("valid regex")
+        regex_lite::Regex::new(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]+$").expect("valid regex")
     })
     .is_match(arn)
         && arn.len() <= 2048
@@ -624,8 +743,8 @@ pub fn session_duration(text: &str) -> Result<std::time::Duration, String> {
 
 /// Whether `name` looks like an AWS region (`ap-northeast-1`, `us-gov-west-1`).
 pub fn is_region_name(name: &str) -> bool {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"^[a-z]{2}(-[a-z]+)+-\d+$").expect("valid regex"))
+    static RE: std::sync::OnceLock<regex_lite::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex_lite::Regex::new(r"^[a-z]{2}(-[a-z]+)+-\d+$").expect("valid regex"))
         .is_match(name)
 }
 

@@ -149,20 +149,30 @@ impl ProviderData {
         }
     }
 
-    /// How long one Cloudflare or Google request may take: 60 s, or the seconds in
-    /// `LOCALITY_HTTP_TIMEOUT`.
-    fn request_timeout() -> Duration {
-        std::env::var("LOCALITY_HTTP_TIMEOUT")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|s| *s > 0)
-            .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_secs)
+    /// How long one Cloudflare or Google request may take: `request_timeout`, else
+    /// `LOCALITY_HTTP_TIMEOUT`, else 60 s.
+    fn request_timeout(&self) -> Duration {
+        self.config.http.timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT)
+    }
+
+    /// How Cloudflare and Google requests are retried: `max_retries` (else
+    /// `LOCALITY_HTTP_RETRIES`, else 4) retries after the first attempt.
+    pub fn retry_policy(&self) -> crate::http::RetryPolicy {
+        crate::http::RetryPolicy {
+            attempts: self
+                .config
+                .http
+                .max_retries
+                .unwrap_or(super::config::DEFAULT_MAX_RETRIES)
+                + 1,
+            ..Default::default()
+        }
     }
 
     /// The HTTP client shared by every API client of this provider process.
     pub fn http(&self) -> reqwest::Client {
         self.http
-            .get_or_init(|| crate::http::client_with_agent(Self::request_timeout(), &self.user_agent()))
+            .get_or_init(|| crate::http::client_with_agent(self.request_timeout(), &self.user_agent()))
             .clone()
     }
 
@@ -180,7 +190,12 @@ impl ProviderData {
             .api_token
             .clone()
             .ok_or(NotConfigured::Cloudflare)?;
-        let client = Cloudflare::new(self.http(), &self.config.cloudflare.base_url, token, Default::default());
+        let client = Cloudflare::new(
+            self.http(),
+            &self.config.cloudflare.base_url,
+            token,
+            self.retry_policy(),
+        );
         Ok(self.zones.get_or_init(|| Arc::new(Zones::new(client))).clone())
     }
 
@@ -234,7 +249,7 @@ impl ProviderData {
                 delegates: c.impersonate_service_account_delegates.clone(),
                 base_url: c.iam_credentials_base_url.clone(),
             }),
-            timeout: Self::request_timeout(),
+            timeout: self.request_timeout(),
         }
     }
 
@@ -253,7 +268,7 @@ impl ProviderData {
             self.http(),
             &self.config.google.base_url,
             auth,
-            Default::default(),
+            self.retry_policy(),
             Default::default(),
         ))
     }

@@ -14,6 +14,7 @@ pub mod functions;
 pub mod google;
 pub mod resources;
 mod secret;
+pub mod timeouts;
 
 use std::sync::Arc;
 

@@ -196,7 +196,7 @@ async fn azure_json(location: &str) -> Result<Json, String> {
     if let Ok(json) = serde_json::from_str::<Json>(&text) {
         return Ok(json);
     }
-    let link = regex::Regex::new(r#"https://download\.microsoft\.com/download/[^"'\s]+/ServiceTags_Public_\d{8}\.json"#)
+    let link = regex_lite::Regex::new(r#"https://download\.microsoft\.com/download/[^"'\s]+/ServiceTags_Public_\d{8}\.json"#)
         .expect("valid regex")
         .find(&text)
         .map(|m| m.as_str().to_string())

@@ -332,6 +332,12 @@ pub fn read_attribute<T: ModelValue>(object: &Value, name: &str, at: &AttributeP
     T::from_value(object.get(name), &path)
 }
 
+/// Internal to [`model!`]: the attribute a field stands for (`r#type` is `type`).
+#[doc(hidden)]
+pub fn field_name(field: &'static str) -> &'static str {
+    field.strip_prefix("r#").unwrap_or(field)
+}
+
 /// Internal to [`model!`]: checks that a value is an object.
 #[doc(hidden)]
 pub fn expect_object(value: &Value, at: &AttributePath) -> Result<(), ModelError> {
@@ -373,7 +379,7 @@ macro_rules! model {
         impl $crate::tfplugin::model::ModelValue for $name {
             fn value_type() -> $crate::tfplugin::Type {
                 $crate::tfplugin::Type::object([
-                    $( (stringify!($field), <$ty as $crate::tfplugin::model::ModelValue>::value_type()), )*
+                    $( ($crate::tfplugin::model::field_name(stringify!($field)), <$ty as $crate::tfplugin::model::ModelValue>::value_type()), )*
                 ])
             }
             fn from_value(
@@ -382,12 +388,12 @@ macro_rules! model {
             ) -> ::std::result::Result<Self, $crate::tfplugin::model::ModelError> {
                 $crate::tfplugin::model::expect_object(value, at)?;
                 Ok($name {
-                    $( $field: $crate::tfplugin::model::read_attribute(value, stringify!($field), at)?, )*
+                    $( $field: $crate::tfplugin::model::read_attribute(value, $crate::tfplugin::model::field_name(stringify!($field)), at)?, )*
                 })
             }
             fn to_value(&self) -> $crate::tfplugin::Value {
                 $crate::tfplugin::Value::object([
-                    $( (stringify!($field), $crate::tfplugin::model::ModelValue::to_value(&self.$field)), )*
+                    $( ($crate::tfplugin::model::field_name(stringify!($field)), $crate::tfplugin::model::ModelValue::to_value(&self.$field)), )*
                 ])
             }
         }

@@ -43,12 +43,22 @@ resource "locality_zone_replica_map" "orders" {
   }
 }
 
-# Or publish to an SSM parameter that this resource owns.
+# Or publish to an SSM parameter that this resource owns, tagged (over the provider's
+# aws.default_tags) and encrypted where a policy requires SecureString parameters.
 resource "locality_zone_replica_map" "carts" {
   replication_group_id = "carts-valkey"
   read_from_primary    = true
 
+  tags = {
+    service = "carts"
+  }
+
   ssm_parameter {
     name = "/prod/carts/replica-map"
+    type = "SecureString" # the AWS managed key alias/aws/ssm unless key_id is set
+  }
+
+  timeouts {
+    create = "10m"
   }
 }

@@ -7,6 +7,7 @@
 //! shared files, optionally used to assume a role; STS tells whose account they are. They are
 //! never logged. Knows nothing about Terraform.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_elasticache::error::SdkError;
@@ -30,6 +31,35 @@ impl Default for Timeouts {
             operation: Duration::from_secs(90),
         }
     }
+}
+
+/// How an SSM parameter is stored: its type, KMS key and tier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParameterKind {
+    /// `SecureString` (encrypted with KMS) rather than `String`.
+    pub secure: bool,
+    /// The KMS key of a `SecureString` (`None`: the account's `alias/aws/ssm`).
+    pub key_id: Option<String>,
+    /// `Standard`, `Advanced` or `Intelligent-Tiering`.
+    pub tier: String,
+}
+
+impl Default for ParameterKind {
+    fn default() -> Self {
+        ParameterKind {
+            secure: false,
+            key_id: None,
+            tier: "Standard".into(),
+        }
+    }
+}
+
+fn ssm_tag(key: &str, value: &str) -> Result<aws_sdk_ssm::types::Tag, AwsError> {
+    aws_sdk_ssm::types::Tag::builder()
+        .key(key)
+        .value(value)
+        .build()
+        .map_err(|e| AwsError::Sdk(format!("tag {key:?}: {e}")))
 }
 
 /// One node of a replication group.
@@ -480,18 +510,31 @@ impl Aws {
         }
     }
 
-    /// GetParameter: value and version; `None` when it does not exist.
+    /// GetParameter (decrypted, so a `SecureString` reads as the text written): value, version
+    /// and type; `None` when it does not exist.
     ///
     /// # Errors
     /// The SDK's error.
     pub async fn read_parameter(&self, name: &str) -> Result<Option<(String, String)>, AwsError> {
+        Ok(self
+            .read_parameter_typed(name)
+            .await?
+            .map(|(value, version, _)| (value, version)))
+    }
+
+    /// [`Aws::read_parameter`] with the parameter's type (`String`, `SecureString`).
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn read_parameter_typed(&self, name: &str) -> Result<Option<(String, String, String)>, AwsError> {
         tracing::debug!(aws_call = "ssm:GetParameter");
-        match self.ssm.get_parameter().name(name).send().await {
+        match self.ssm.get_parameter().name(name).with_decryption(true).send().await {
             Ok(out) => {
                 let p = out.parameter();
                 Ok(Some((
                     p.and_then(|p| p.value()).unwrap_or_default().to_string(),
                     p.map_or(0, |p| p.version()).to_string(),
+                    p.and_then(|p| p.r#type()).map_or("String", |t| t.as_str()).to_string(),
                 )))
             }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_parameter_not_found()) => Ok(None),
@@ -499,19 +542,66 @@ impl Aws {
         }
     }
 
-    /// PutParameter (String). `overwrite = false` refuses an existing parameter.
+    /// DescribeParameters of exactly this name: its KMS key and tier; `None` when it does not
+    /// exist.
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn parameter_settings(&self, name: &str) -> Result<Option<(Option<String>, String)>, AwsError> {
+        tracing::debug!(aws_call = "ssm:DescribeParameters");
+        let filter = aws_sdk_ssm::types::ParameterStringFilter::builder()
+            .key("Name")
+            .option("Equals")
+            .values(name)
+            .build()
+            .map_err(|e| AwsError::Sdk(format!("ssm:DescribeParameters of {name:?}: {e}")))?;
+        let out = self
+            .ssm
+            .describe_parameters()
+            .parameter_filters(filter)
+            .send()
+            .await
+            .map_err(|e| self.sdk(&format!("ssm:DescribeParameters of {name:?}"), e))?;
+        Ok(out.parameters().iter().find(|p| p.name() == Some(name)).map(|p| {
+            (
+                p.key_id().map(str::to_string),
+                p.tier().map_or("Standard", |t| t.as_str()).to_string(),
+            )
+        }))
+    }
+
+    /// PutParameter. `overwrite = false` refuses an existing parameter; `tags` are given only on
+    /// a create (the API takes none with an overwrite).
     ///
     /// # Errors
     /// [`AwsError::AlreadyExists`], or the SDK's error.
-    pub async fn write_parameter(&self, name: &str, value: &str, overwrite: bool) -> Result<String, AwsError> {
-        let put = self
+    pub async fn write_parameter(
+        &self,
+        name: &str,
+        value: &str,
+        overwrite: bool,
+        kind: &ParameterKind,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<String, AwsError> {
+        let mut put = self
             .ssm
             .put_parameter()
             .name(name)
             .value(value)
-            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .r#type(if kind.secure {
+                aws_sdk_ssm::types::ParameterType::SecureString
+            } else {
+                aws_sdk_ssm::types::ParameterType::String
+            })
+            .set_key_id(kind.key_id.clone().filter(|_| kind.secure))
+            .tier(aws_sdk_ssm::types::ParameterTier::from(kind.tier.as_str()))
             .overwrite(overwrite)
             .description("Per-AZ replica endpoint map, managed by Terraform (locality_zone_replica_map)");
+        if !overwrite {
+            for (key, value) in tags {
+                put = put.tags(ssm_tag(key, value)?);
+            }
+        }
         tracing::debug!(aws_call = "ssm:PutParameter");
         match put.send().await {
             Ok(out) => Ok(out.version().to_string()),
@@ -520,6 +610,68 @@ impl Aws {
             }
             Err(e) => Err(self.sdk(&format!("ssm:PutParameter of {name:?}"), e)),
         }
+    }
+
+    /// ListTagsForResource of a parameter.
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn parameter_tags(&self, name: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        tracing::debug!(aws_call = "ssm:ListTagsForResource");
+        let out = self
+            .ssm
+            .list_tags_for_resource()
+            .resource_type(aws_sdk_ssm::types::ResourceTypeForTagging::Parameter)
+            .resource_id(name)
+            .send()
+            .await
+            .map_err(|e| self.sdk(&format!("ssm:ListTagsForResource of {name:?}"), e))?;
+        Ok(out
+            .tag_list()
+            .iter()
+            .map(|t| (t.key().to_string(), t.value().to_string()))
+            .collect())
+    }
+
+    /// Makes a parameter's tags `to` from `from`: AddTagsToResource for new and changed
+    /// values, RemoveTagsFromResource for keys that go (only the calls needed).
+    ///
+    /// # Errors
+    /// The SDK's error.
+    pub async fn retag_parameter(
+        &self,
+        name: &str,
+        from: &BTreeMap<String, String>,
+        to: &BTreeMap<String, String>,
+    ) -> Result<(), AwsError> {
+        let added: Vec<_> = to.iter().filter(|(k, v)| from.get(*k) != Some(*v)).collect();
+        let removed: Vec<String> = from.keys().filter(|k| !to.contains_key(*k)).cloned().collect();
+        if !added.is_empty() {
+            tracing::debug!(aws_call = "ssm:AddTagsToResource");
+            let mut add = self
+                .ssm
+                .add_tags_to_resource()
+                .resource_type(aws_sdk_ssm::types::ResourceTypeForTagging::Parameter)
+                .resource_id(name);
+            for (key, value) in added {
+                add = add.tags(ssm_tag(key, value)?);
+            }
+            add.send()
+                .await
+                .map_err(|e| self.sdk(&format!("ssm:AddTagsToResource of {name:?}"), e))?;
+        }
+        if !removed.is_empty() {
+            tracing::debug!(aws_call = "ssm:RemoveTagsFromResource");
+            self.ssm
+                .remove_tags_from_resource()
+                .resource_type(aws_sdk_ssm::types::ResourceTypeForTagging::Parameter)
+                .resource_id(name)
+                .set_tag_keys(Some(removed))
+                .send()
+                .await
+                .map_err(|e| self.sdk(&format!("ssm:RemoveTagsFromResource of {name:?}"), e))?;
+        }
+        Ok(())
     }
 
     /// DeleteParameter; one that is already gone is success.

@@ -283,7 +283,7 @@ impl Zones {
     ///
     /// # Errors
     /// [`CreateError`].
-    pub async fn create(&self, zone: &str, mapping: Mapping) -> Result<Mapping, CreateError> {
+    pub async fn create(self: &Arc<Self>, zone: &str, mapping: Mapping) -> Result<Mapping, CreateError> {
         if !self.claim(zone, &mapping.origin_ip) {
             return Err(CreateError::Claimed {
                 zone: zone.to_string(),
@@ -340,7 +340,7 @@ impl Zones {
     ///
     /// # Errors
     /// The write's error.
-    pub async fn update(&self, zone: &str, mapping: Mapping) -> ItemResult<Mapping> {
+    pub async fn update(self: &Arc<Self>, zone: &str, mapping: Mapping) -> ItemResult<Mapping> {
         self.claim(zone, &mapping.origin_ip);
         match self.put(zone, mapping.clone()).await {
             Err(e) if e.is_ambiguous() => match self.read_back(zone, &mapping).await {
@@ -388,13 +388,18 @@ impl Zones {
     ///
     /// # Errors
     /// The item's own error, or the whole request's.
-    pub async fn put(&self, zone: &str, mapping: Mapping) -> ItemResult<Mapping> {
+    pub async fn put(self: &Arc<Self>, zone: &str, mapping: Mapping) -> ItemResult<Mapping> {
         let (tx, rx) = oneshot::channel();
         let leader = enqueue(&self.puts, zone, mapping, tx);
         if leader {
-            gather(&self.puts, zone).await;
-            let waiting = self.puts.lock().expect("lock").remove(zone).unwrap_or_default();
-            self.send_puts(zone, waiting).await;
+            // The batch is sent by a task of its own: a caller that stops waiting (its
+            // `timeouts`) does not cancel the other resources' writes in the same batch.
+            let (this, zone) = (Arc::clone(self), zone.to_string());
+            tokio::spawn(async move {
+                gather(&this.puts, &zone).await;
+                let waiting = this.puts.lock().expect("lock").remove(&zone).unwrap_or_default();
+                this.send_puts(&zone, waiting).await;
+            });
         }
         let stored = rx
             .await
@@ -452,45 +457,14 @@ impl Zones {
     ///
     /// # Errors
     /// The item's own error, or the whole request's.
-    pub async fn delete(&self, zone: &str, ip: String) -> ItemResult<()> {
+    pub async fn delete(self: &Arc<Self>, zone: &str, ip: String) -> ItemResult<()> {
         let deleted_ip = ip.clone();
         let (tx, rx) = oneshot::channel();
         let leader = enqueue(&self.deletes, zone, ip, tx);
         if leader {
-            gather(&self.deletes, zone).await;
-            let mut waiting = self.deletes.lock().expect("lock").remove(zone).unwrap_or_default();
-            while !waiting.is_empty() {
-                let chunk: Waiting<String, ()> = waiting.drain(..waiting.len().min(BATCH_LIMIT)).collect();
-                let ips: Vec<String> = chunk.iter().map(|(ip, _)| ip.clone()).collect();
-                match self.client.batch_delete(zone, &ips).await {
-                    Ok(result) => {
-                        let failed: HashMap<String, String> = result
-                            .failed
-                            .into_iter()
-                            .map(|f| (f.origin_ip, f.error.unwrap_or_default()))
-                            .collect();
-                        for (ip, tx) in chunk {
-                            let outcome = match failed.get(&ip) {
-                                Some(error) if !is_not_found(error) => Err(item_error(error)),
-                                _ => Ok(()),
-                            };
-                            let _ = tx.send(outcome);
-                        }
-                    }
-                    // Not found as a whole (no such mappings, or no such zone): they are gone,
-                    // which is what a delete wants.
-                    Err(CloudflareError::NotFound { .. }) => {
-                        for (_, tx) in chunk {
-                            let _ = tx.send(Ok(()));
-                        }
-                    }
-                    Err(e) => {
-                        for (_, tx) in chunk {
-                            let _ = tx.send(Err(e.clone()));
-                        }
-                    }
-                }
-            }
+            // Sent by a task of its own, as [`Zones::put`]'s batches.
+            let (this, zone) = (Arc::clone(self), zone.to_string());
+            tokio::spawn(async move { this.send_deletes(&zone).await });
         }
         let deleted = rx
             .await
@@ -507,6 +481,44 @@ impl Zones {
         }
         self.record(zone, &deleted_ip, None);
         Ok(())
+    }
+
+    /// Gathers the deletes arriving in the batch window and sends them, 100 a request.
+    async fn send_deletes(&self, zone: &str) {
+        gather(&self.deletes, zone).await;
+        let mut waiting = self.deletes.lock().expect("lock").remove(zone).unwrap_or_default();
+        while !waiting.is_empty() {
+            let chunk: Waiting<String, ()> = waiting.drain(..waiting.len().min(BATCH_LIMIT)).collect();
+            let ips: Vec<String> = chunk.iter().map(|(ip, _)| ip.clone()).collect();
+            match self.client.batch_delete(zone, &ips).await {
+                Ok(result) => {
+                    let failed: HashMap<String, String> = result
+                        .failed
+                        .into_iter()
+                        .map(|f| (f.origin_ip, f.error.unwrap_or_default()))
+                        .collect();
+                    for (ip, tx) in chunk {
+                        let outcome = match failed.get(&ip) {
+                            Some(error) if !is_not_found(error) => Err(item_error(error)),
+                            _ => Ok(()),
+                        };
+                        let _ = tx.send(outcome);
+                    }
+                }
+                // Not found as a whole (no such mappings, or no such zone): they are gone,
+                // which is what a delete wants.
+                Err(CloudflareError::NotFound { .. }) => {
+                    for (_, tx) in chunk {
+                        let _ = tx.send(Ok(()));
+                    }
+                }
+                Err(e) => {
+                    for (_, tx) in chunk {
+                        let _ = tx.send(Err(e.clone()));
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -610,6 +610,12 @@ impl Compute {
         }
     }
 
+    /// This client with operations polled for at most `limit` (a resource's `timeouts`).
+    pub fn waiting_at_most(mut self, limit: Duration) -> Self {
+        self.polling.timeout = limit;
+        self
+    }
+
     fn url_map_url(&self, at: &UrlMapLocation) -> String {
         format!("{}/{}/urlMaps/{}", self.base_url, at.scope(), at.name)
     }

@@ -42,6 +42,7 @@ impl ShiftWeightsModel {
             path_matcher: self.path_matcher.clone(),
             route_rule_priority: self.route_rule_priority.clone(),
             weights: self.weights.clone(),
+            timeouts: Field::Null,
         }
     }
 

@@ -19,11 +19,12 @@ pub use model::{Hint, RegionHintModel};
 pub use schema::{identity_schema, schema};
 
 use crate::provider::cloudflare::{canonical_ip, CreateError, Owner, Support};
+use crate::provider::timeouts::{self, Operation};
 use crate::provider::ProviderData;
 use crate::regions::{near_matches, regions, CATALOGUE_DATE, VENDORS};
 use crate::tfplugin::{
-    identity_string, AttributePath, Context, Diagnostic, Diagnostics, IdentitySchema, MoveSource, Resource, Schema,
-    Value,
+    identity_string, AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, MoveSource, Resource,
+    Schema, Value,
 };
 
 /// The resource type.
@@ -31,6 +32,9 @@ pub struct RegionHint;
 
 /// The Terraform type name.
 pub const TYPE_NAME: &str = "locality_region_hint";
+
+/// Default `timeouts`: 5 minutes for each operation.
+pub const TIMEOUTS: timeouts::Defaults = timeouts::Defaults::all(std::time::Duration::from_secs(5 * 60));
 
 /// Whether `zone` looks like a Cloudflare zone ID.
 pub fn is_zone_id(zone: &str) -> bool {
@@ -148,6 +152,7 @@ impl Resource<ProviderData> for RegionHint {
                 diags.attribute_error(AttributePath::root("region"), "Unknown region", problem);
             }
         }
+        timeouts::validate(&config.timeouts, diags);
     }
 
     async fn modify_plan(
@@ -234,7 +239,26 @@ impl Resource<ProviderData> for RegionHint {
         planned: RegionHintModel,
         diags: &mut Diagnostics,
     ) -> Option<RegionHintModel> {
-        write(ctx, planned, Write::Create, diags).await
+        let limit = timeouts::of(&planned.timeouts, Operation::Create, TIMEOUTS);
+        let mut inner = Diagnostics::default();
+        let written = timeouts::within(
+            limit,
+            Operation::Create,
+            TYPE_NAME,
+            write(ctx, planned.clone(), Write::Create, &mut inner),
+        );
+        match written.await {
+            Ok(state) => {
+                diags.extend(inner);
+                state
+            }
+            // The hint may exist now: keep tracking it, as after a lost response (Terraform
+            // taints it, and the next apply replaces it), so that it is never left behind.
+            Err(timed_out) => {
+                diags.add(timed_out);
+                unconfirmed_state(planned)
+            }
+        }
     }
 
     async fn update(
@@ -244,7 +268,18 @@ impl Resource<ProviderData> for RegionHint {
         planned: RegionHintModel,
         diags: &mut Diagnostics,
     ) -> Option<RegionHintModel> {
-        write(ctx, planned, Write::Update, diags).await
+        let limit = timeouts::of(&planned.timeouts, Operation::Update, TIMEOUTS);
+        let mut inner = Diagnostics::default();
+        let written = timeouts::within(
+            limit,
+            Operation::Update,
+            TYPE_NAME,
+            write(ctx, planned, Write::Update, &mut inner),
+        );
+        // Timed out: Terraform keeps the prior state and the next plan reads the live hint.
+        let state = diags.check(written.await)?;
+        diags.extend(inner);
+        state
     }
 
     async fn delete(&self, ctx: &Context<ProviderData>, prior: RegionHintModel, diags: &mut Diagnostics) {
@@ -258,7 +293,16 @@ impl Resource<ProviderData> for RegionHint {
             // or a replacement created first adopted it): it is theirs now.
             return;
         }
-        let deleted = zones.delete(&hint.zone, hint.mapping.origin_ip.clone()).await;
+        let limit = timeouts::of(&prior.timeouts, Operation::Delete, TIMEOUTS);
+        let deleted = timeouts::within(
+            limit,
+            Operation::Delete,
+            TYPE_NAME,
+            zones.delete(&hint.zone, hint.mapping.origin_ip.clone()),
+        );
+        let Some(deleted) = diags.check(deleted.await) else {
+            return;
+        };
         diags.check(deleted.map_err(|e| Diagnostic::from(e).context(format!("Deleting {}", hint.id()))));
     }
 
@@ -379,6 +423,19 @@ async fn write(
         }
     };
     Some(stored_state(&zones, planned, &hint, stored.modified_on).await)
+}
+
+/// The state of a create whose outcome is unknown (it timed out): the plan, with the ID, and
+/// the colos, if still unknown, empty until the next refresh. `None` when the plan does not
+/// name a hint.
+fn unconfirmed_state(mut planned: RegionHintModel) -> Option<RegionHintModel> {
+    let hint = planned.hint()?;
+    planned.id = hint.id().into();
+    planned.modified_on = Field::Null;
+    if !planned.upper_tier_colos.is_known() {
+        planned.set_colos(Vec::new());
+    }
+    Some(planned)
 }
 
 /// The state after a write: the plan, with the ID, `modified_on`, and colos if still unknown.

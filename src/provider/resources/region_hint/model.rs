@@ -1,6 +1,7 @@
 //! The `locality_region_hint` model: the only place its attributes are named.
 
 use crate::provider::cloudflare::{canonical_ip, Mapping};
+use crate::provider::timeouts::TimeoutsModel;
 use crate::tfplugin::Field;
 
 crate::model! {
@@ -20,6 +21,8 @@ crate::model! {
         pub upper_tier_colos: Field<Vec<Field<String>>>,
         /// When the mapping last changed.
         pub modified_on: Field<String>,
+        /// How long each operation may take.
+        pub timeouts: Field<TimeoutsModel>,
     }
 }
 
@@ -64,6 +67,7 @@ impl RegionHintModel {
             region: mapping.region.into(),
             upper_tier_colos: Field::Null,
             modified_on: mapping.modified_on.into(),
+            timeouts: Field::Null,
         }
     }
 

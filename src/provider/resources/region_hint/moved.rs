@@ -68,6 +68,7 @@ pub(super) fn from_official(source: &MoveSource<'_>, diags: &mut Diagnostics) ->
         region: region.into(),
         upper_tier_colos: Field::Null,
         modified_on: text("modified_on").into(),
+        timeouts: Field::Null,
     })
 }
 

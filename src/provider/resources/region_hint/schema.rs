@@ -1,6 +1,7 @@
 //! The `locality_region_hint` schema. Its descriptions are the resource's documentation.
 
 use crate::provider::cloudflare::canonical_ip;
+use crate::provider::timeouts::{self, ALL};
 use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, Schema, Type, Value};
 
 fn same_ip(a: &Value, b: &Value) -> bool {
@@ -63,6 +64,11 @@ pub fn schema() -> Schema {
         )
         .attribute(Attribute::string("modified_on").computed().description(
             "When the mapping last changed (RFC 3339), as Cloudflare reports it. After a write that was sent in a batch it is null until the next refresh (batch responses do not carry it).",
+        ))
+        .block(timeouts::block(
+            &ALL,
+            super::TIMEOUTS,
+            "the batched write or delete with its retries, and the read-back after a lost response",
         )),
     }
 }

@@ -22,6 +22,7 @@ pub use schema::{identity_schema, schema};
 
 use super::region_hint::{check_zone_id, is_zone_id, required_identity, suggestions};
 use crate::provider::cloudflare::{Mapping, Owner, Support, SyncError, Zones};
+use crate::provider::timeouts::{self, Operation};
 use crate::provider::ProviderData;
 use crate::ranges;
 use crate::tfplugin::{
@@ -33,6 +34,9 @@ pub struct RegionHints;
 
 /// The Terraform type name.
 pub const TYPE_NAME: &str = "locality_region_hints";
+
+/// Default `timeouts`: 10 minutes for each operation (a zone's writes go 100 a request).
+pub const TIMEOUTS: timeouts::Defaults = timeouts::Defaults::all(std::time::Duration::from_secs(10 * 60));
 
 /// Per-IP errors reported one by one; past this many, the rest are summed up in one.
 const ITEM_DIAGNOSTICS: usize = 50;
@@ -65,6 +69,7 @@ impl Resource<ProviderData> for RegionHints {
     fn validate(&self, config: &RegionHintsModel, diags: &mut Diagnostics) {
         check_zone_id(config.zone_id.get(), diags);
         desired(config, ranges::active(), diags);
+        timeouts::validate(&config.timeouts, diags);
     }
 
     async fn modify_plan(
@@ -155,7 +160,8 @@ impl Resource<ProviderData> for RegionHints {
         planned: RegionHintsModel,
         diags: &mut Diagnostics,
     ) -> Option<RegionHintsModel> {
-        write(ctx, None, planned, diags).await
+        // Timed out: no state; the next apply adopts what was written (same-value hints).
+        timed(Operation::Create, ctx, None, planned, diags).await
     }
 
     async fn update(
@@ -165,31 +171,18 @@ impl Resource<ProviderData> for RegionHints {
         planned: RegionHintsModel,
         diags: &mut Diagnostics,
     ) -> Option<RegionHintsModel> {
-        write(ctx, Some(prior), planned, diags).await
+        // Timed out: Terraform keeps the prior state; the next plan reads the zone.
+        timed(Operation::Update, ctx, Some(prior), planned, diags).await
     }
 
     async fn delete(&self, ctx: &Context<ProviderData>, prior: RegionHintsModel, diags: &mut Diagnostics) {
-        let Some(zones) = diags.check(ctx.data.cloudflare()) else {
-            return;
-        };
-        let Some(zone) = prior.zone_id.get() else { return };
-        let _no_single_deletes_meanwhile = zones.exclusive(zone).await;
-        let live = zones.current(zone).await;
-        let Some(live) = diags.check(live.map_err(|e| Diagnostic::from(e).context(format!("Listing zone {zone}"))))
-        else {
-            return;
-        };
-        let managed: BTreeSet<String> = prior.effective_hints().unwrap_or_default().into_keys().collect();
-        // IPs a resource of this run wrote are theirs now (a replacement created before this
-        // one is destroyed adopted them): they stay.
-        let deletes: Vec<String> = live
-            .keys()
-            .filter(|ip| prior.is_exclusive() || managed.contains(*ip))
-            .filter(|ip| !zones.is_claimed(zone, ip))
-            .cloned()
-            .collect();
-        let outcomes = zones.sync(zone, deletes, Vec::new()).await;
-        report_failures(zone, &outcomes, &BTreeMap::new(), diags);
+        // Timed out: Terraform keeps the state, and the next destroy deletes what remains.
+        let limit = timeouts::of(&prior.timeouts, Operation::Delete, TIMEOUTS);
+        let mut inner = Diagnostics::default();
+        match timeouts::within(limit, Operation::Delete, TYPE_NAME, delete(ctx, &prior, &mut inner)).await {
+            Ok(()) => diags.extend(inner),
+            Err(timed_out) => diags.add(timed_out),
+        }
     }
 
     async fn import(&self, ctx: &Context<ProviderData>, id: &str, diags: &mut Diagnostics) -> Option<RegionHintsModel> {
@@ -214,6 +207,7 @@ impl Resource<ProviderData> for RegionHints {
             effective: Field::Null,
             unmanaged: Field::Null,
             unmanaged_mappings: Field::Null,
+            timeouts: Field::Null,
         };
         state.set_effective(&hints);
         state.set_unmanaged(0);
@@ -282,6 +276,46 @@ fn conflict_detail(zone: &str, ip: &str, other: Owner) -> String {
              IP in one resource."
         ),
     }
+}
+
+/// Deletes what `prior` manages (every other mapping too when exclusive), except IPs another
+/// resource of this run has just written.
+async fn delete(ctx: &Context<ProviderData>, prior: &RegionHintsModel, diags: &mut Diagnostics) {
+    let Some(zones) = diags.check(ctx.data.cloudflare()) else {
+        return;
+    };
+    let Some(zone) = prior.zone_id.get() else { return };
+    let _no_single_deletes_meanwhile = zones.exclusive(zone).await;
+    let live = zones.current(zone).await;
+    let Some(live) = diags.check(live.map_err(|e| Diagnostic::from(e).context(format!("Listing zone {zone}")))) else {
+        return;
+    };
+    let managed: BTreeSet<String> = prior.effective_hints().unwrap_or_default().into_keys().collect();
+    // IPs a resource of this run wrote are theirs now (a replacement created before this
+    // one is destroyed adopted them): they stay.
+    let deletes: Vec<String> = live
+        .keys()
+        .filter(|ip| prior.is_exclusive() || managed.contains(*ip))
+        .filter(|ip| !zones.is_claimed(zone, ip))
+        .cloned()
+        .collect();
+    let outcomes = zones.sync(zone, deletes, Vec::new()).await;
+    report_failures(zone, &outcomes, &BTreeMap::new(), diags);
+}
+
+/// [`write`] within `timeouts.<op>`.
+async fn timed(
+    op: Operation,
+    ctx: &Context<ProviderData>,
+    prior: Option<RegionHintsModel>,
+    planned: RegionHintsModel,
+    diags: &mut Diagnostics,
+) -> Option<RegionHintsModel> {
+    let limit = timeouts::of(&planned.timeouts, op, TIMEOUTS);
+    let mut inner = Diagnostics::default();
+    let state = diags.check(timeouts::within(limit, op, TYPE_NAME, write(ctx, prior, planned, &mut inner)).await)?;
+    diags.extend(inner);
+    state
 }
 
 /// Applies the planned hints: lists the zone, refuses takeovers (before writing anything),

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::provider::timeouts::TimeoutsModel;
 use crate::tfplugin::{Field, Number};
 
 crate::model! {
@@ -25,6 +26,8 @@ crate::model! {
         pub unmanaged: Field<Number>,
         /// While exclusive: the zone's mappings this resource does not manage.
         pub unmanaged_mappings: Field<BTreeMap<String, Field<String>>>,
+        /// How long each operation may take.
+        pub timeouts: Field<TimeoutsModel>,
     }
 }
 

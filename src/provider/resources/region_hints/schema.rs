@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use crate::provider::cloudflare::canonical_ip;
+use crate::provider::timeouts::{self, ALL};
 use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, Schema, Type, Value};
 
 /// The same hints spelled differently: the same canonical IPs with the same values, case aside.
@@ -109,6 +110,11 @@ pub fn schema() -> Schema {
             "While `exclusive = true`: the zone's mappings this resource does not manage, canonical IP → \
              `vendor:region`, as refresh found them. Planned empty, so the plan names every mapping the apply will \
              delete, with its value. Null when not exclusive (the zone's other mappings are not tracked then).",
+        ))
+        .block(timeouts::block(
+            &ALL,
+            super::TIMEOUTS,
+            "listing the zone, the batch requests with their retries, and the read-back after a lost response",
         )),
     }
 }

@@ -27,6 +27,7 @@ use crate::naming::{is_google_name, is_project_id};
 pub use crate::provider::google::CONFLICT_RETRIES;
 use crate::provider::google::{backend_name, plan_weights, ComputeError, Route, UrlMapLocation, WeightsError};
 use crate::provider::resources::region_hint::required_identity;
+use crate::provider::timeouts::{self, Operation};
 use crate::provider::ProviderData;
 use crate::tfplugin::{
     identity_number, identity_string, AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, Number,
@@ -38,6 +39,9 @@ pub struct WeightedBackend;
 
 /// The Terraform type name.
 pub const TYPE_NAME: &str = "locality_weighted_backend";
+
+/// Default `timeouts`: 20 minutes, as the Google provider's URL map.
+pub const TIMEOUTS: timeouts::Defaults = timeouts::Defaults::all(std::time::Duration::from_secs(20 * 60));
 
 #[async_trait]
 impl Resource<ProviderData> for WeightedBackend {
@@ -116,6 +120,7 @@ impl Resource<ProviderData> for WeightedBackend {
     }
 
     fn validate(&self, config: &WeightedBackendModel, diags: &mut Diagnostics) {
+        timeouts::validate(&config.timeouts, diags);
         if let Some(name) = config.url_map.get() {
             if !is_google_name(name) {
                 diags.attribute_error(
@@ -314,7 +319,7 @@ impl Resource<ProviderData> for WeightedBackend {
         planned: WeightedBackendModel,
         diags: &mut Diagnostics,
     ) -> Option<WeightedBackendModel> {
-        write(ctx, planned, diags).await
+        write(ctx, planned, Operation::Create, diags).await
     }
 
     async fn update(
@@ -324,7 +329,7 @@ impl Resource<ProviderData> for WeightedBackend {
         planned: WeightedBackendModel,
         diags: &mut Diagnostics,
     ) -> Option<WeightedBackendModel> {
-        write(ctx, planned, diags).await
+        write(ctx, planned, Operation::Update, diags).await
     }
 
     async fn delete(&self, _ctx: &Context<ProviderData>, prior: WeightedBackendModel, diags: &mut Diagnostics) {
@@ -483,13 +488,18 @@ fn warn_about_outside_changes(
     );
 }
 
-/// Applies the planned weights and returns the new state (the plan itself).
+/// Applies the planned weights within `timeouts.<op>` and returns the new state (the plan
+/// itself). When time runs out, nothing is returned: a create leaves no state (the next apply
+/// sets the same weights again), an update keeps the prior state (the next plan reads the live
+/// weights).
 async fn write(
     ctx: &Context<ProviderData>,
     planned: WeightedBackendModel,
+    op: Operation,
     diags: &mut Diagnostics,
 ) -> Option<WeightedBackendModel> {
-    let compute = diags.check(ctx.data.compute())?;
+    let limit = timeouts::of(&planned.timeouts, op, TIMEOUTS);
+    let compute = diags.check(ctx.data.compute())?.waiting_at_most(limit);
     let (Some((location, route)), Some(desired)) = (planned.address(), planned.known_weights()) else {
         diags.error(
             "Provider bug",
@@ -497,7 +507,9 @@ async fn write(
         );
         return None;
     };
-    diags.check(compute.set_weights(&location, &route, &desired).await)?;
+    let written = timeouts::within(limit, op, TYPE_NAME, compute.set_weights(&location, &route, &desired));
+    let result = diags.check(written.await)?;
+    diags.check(result)?;
     Some(planned)
 }
 

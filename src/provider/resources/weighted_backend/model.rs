@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::provider::google::{Route, UrlMapLocation};
+use crate::provider::timeouts::WriteTimeoutsModel;
 use crate::tfplugin::{Field, Number};
 
 /// Largest weight the API takes.
@@ -28,6 +29,8 @@ crate::model! {
         pub route_rule_priority: Field<Number>,
         /// Backend service (name, path or self-link) → weight.
         pub weights: Field<BTreeMap<String, Field<Number>>>,
+        /// How long create and update may take.
+        pub timeouts: Field<WriteTimeoutsModel>,
     }
 }
 

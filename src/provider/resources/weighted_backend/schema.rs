@@ -1,6 +1,7 @@
 //! The `locality_weighted_backend` schema. Its descriptions are the resource's documentation.
 
 use crate::provider::google::backend_name;
+use crate::provider::timeouts::{self, Operation};
 use crate::provider::DEFAULT_PROJECT;
 use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, Schema, Type};
 
@@ -69,6 +70,11 @@ pub fn schema() -> Schema {
              weight. The route's weights after the change must not all be 0, so traffic is never black-holed: \
              draining one region (`\"web-bs-tokyo\" = 0` while another service carries traffic) is fine; a plan \
              that lists every weighted service at 0 fails, and so does an apply that would leave them all at 0.",
+        ))
+        .block(timeouts::block(
+            &[Operation::Create, Operation::Update],
+            super::TIMEOUTS,
+            "reading the URL map, the PATCH with its HTTP 412 re-reads, and polling the Compute operation until it is DONE; destroy calls no API",
         )),
     }
 }

@@ -24,13 +24,14 @@ use async_trait::async_trait;
 pub use model::{FileModel, MemberModel, SecretsManagerModel, SsmParameterModel, ZoneReplicaMapModel};
 pub use replica_map::{parse_document, Member, ReplicaMap, Role, Topology};
 pub use schema::{identity_schema, schema};
-pub use target::{PublishError, Target};
+pub use target::{PublishError, Published, Target};
 pub use validate::is_zone_name;
 
-use self::model::{blocks, strings};
-use self::target::KNOWN_KINDS;
+use self::model::{blocks, known_strings, strings};
+use self::target::{WriteOptions, KNOWN_KINDS};
 use crate::provider::aws::AwsError;
 use crate::provider::resources::region_hint::required_identity;
+use crate::provider::timeouts::{self, Operation};
 use crate::provider::ProviderData;
 use crate::tfplugin::{
     AttributePath, Context, Diagnostic, Diagnostics, Field, IdentitySchema, Resource, Schema, Value,
@@ -41,6 +42,9 @@ pub struct ZoneReplicaMap;
 
 /// The Terraform type name.
 pub const TYPE_NAME: &str = "locality_zone_replica_map";
+
+/// Default `timeouts`: 5 minutes for each operation.
+pub const TIMEOUTS: timeouts::Defaults = timeouts::Defaults::all(std::time::Duration::from_secs(5 * 60));
 
 #[async_trait]
 impl Resource<ProviderData> for ZoneReplicaMap {
@@ -87,7 +91,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
     async fn modify_plan(
         &self,
         ctx: &Context<ProviderData>,
-        _prior: Option<&ZoneReplicaMapModel>,
+        prior: Option<&ZoneReplicaMapModel>,
         config: &ZoneReplicaMapModel,
         planned: &mut ZoneReplicaMapModel,
         diags: &mut Diagnostics,
@@ -98,6 +102,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         if let Some(target) = &target {
             planned.id = target.id().into();
         }
+        plan_parameter(ctx, prior, config, planned, diags);
         // Without `zone_ids` there are no endpoints by ID, whatever else is unknown.
         if planned.zone_ids.is_null() {
             planned.endpoints_by_zone_id = Field::Null;
@@ -152,7 +157,12 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             );
             return None;
         };
-        let Some((text, version)) = diags.check(target.read(&ctx.data).await)? else {
+        let Some(Published {
+            text,
+            version,
+            parameter_type,
+        }) = diags.check(target.read(&ctx.data).await)?
+        else {
             diags.warning(
                 "Published replica map not found",
                 format!(
@@ -172,6 +182,9 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         }
         state.version = version.into();
         state.document = text.into();
+        if let (Target::Ssm(name), Some(kind)) = (&target, parameter_type) {
+            read_parameter(ctx, name, &kind, &mut state, diags).await?;
+        }
         // The file's mode, as drift: a chmod outside Terraform shows in the plan and the next
         // apply writes the file again with the configured mode.
         if let (Target::File(path), Field::Known(files)) = (&target, &mut state.file) {
@@ -192,7 +205,11 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         planned: ZoneReplicaMapModel,
         diags: &mut Diagnostics,
     ) -> Option<ZoneReplicaMapModel> {
-        publish(ctx, planned, true, diags).await
+        let limit = timeouts::of(&planned.timeouts, Operation::Create, TIMEOUTS);
+        let published = timeouts::within(limit, Operation::Create, TYPE_NAME, publish(ctx, planned, true));
+        let (state, result) = diags.check(published.await)?;
+        diags.extend(result);
+        state
     }
 
     async fn update(
@@ -202,17 +219,54 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         planned: ZoneReplicaMapModel,
         diags: &mut Diagnostics,
     ) -> Option<ZoneReplicaMapModel> {
-        // Only the configuration changed (e.g. the topology source after an import): what is
-        // published is already right, and writing it again would make a new version for nothing.
-        if prior.document == planned.document && prior.file == planned.file && planned.version.is_known() {
-            return Some(planned);
-        }
-        publish(ctx, planned, false, diags).await
+        let limit = timeouts::of(&planned.timeouts, Operation::Update, TIMEOUTS);
+        let work = async {
+            // Only the configuration changed (e.g. the topology source after an import, or the
+            // tags): what is published is already right, and writing it again would make a new
+            // version for nothing.
+            let unchanged = prior.document == planned.document
+                && prior.file == planned.file
+                && prior.parameter_kind() == planned.parameter_kind()
+                && planned.version.is_known();
+            let (state, mut result) = if unchanged {
+                (Some(planned), Diagnostics::default())
+            } else {
+                publish(ctx, planned, false).await
+            };
+            // Tags: only the changes, after the write (an overwrite takes none).
+            if let (Some(state), Some(Target::Ssm(name))) = (&state, prior.target()) {
+                let before = prior.known_tags_all().unwrap_or_default();
+                let after = state.known_tags_all().unwrap_or_default();
+                if before != after {
+                    let aws = ctx.data.aws().await;
+                    if let Err(e) = aws.retag_parameter(&name, &before, &after).await {
+                        result.add(Diagnostic::from(PublishError::Aws {
+                            target: format!("ssm:{name}"),
+                            source: e,
+                        }));
+                        // The map is published; the tags are as they were.
+                        let mut kept = state.clone();
+                        kept.tags = prior.tags.clone();
+                        kept.tags_all = prior.tags_all.clone();
+                        return (Some(kept), result);
+                    }
+                }
+            }
+            (state, result)
+        };
+        let (state, result) = diags.check(timeouts::within(limit, Operation::Update, TYPE_NAME, work).await)?;
+        diags.extend(result);
+        state
     }
 
     async fn delete(&self, ctx: &Context<ProviderData>, prior: ZoneReplicaMapModel, diags: &mut Diagnostics) {
         let Some(target) = prior.target() else { return };
-        if let Some(Some(note)) = diags.check(target.delete(&ctx.data).await) {
+        let limit = timeouts::of(&prior.timeouts, Operation::Delete, TIMEOUTS);
+        let deleted = timeouts::within(limit, Operation::Delete, TYPE_NAME, target.delete(&ctx.data));
+        let Some(deleted) = diags.check(deleted.await) else {
+            return;
+        };
+        if let Some(Some(note)) = diags.check(deleted) {
             diags.warning("Published replica map left in place", note);
         }
     }
@@ -257,8 +311,19 @@ impl Resource<ProviderData> for ZoneReplicaMap {
     }
 }
 
-/// Writes the planned (wholly known) document and returns the new state.
+/// Writes the planned (wholly known) document and returns the new state, with what there is to
+/// say (its own diagnostics, so that a timeout around it keeps none half-written).
 async fn publish(
+    ctx: &Context<ProviderData>,
+    planned: ZoneReplicaMapModel,
+    creating: bool,
+) -> (Option<ZoneReplicaMapModel>, Diagnostics) {
+    let mut diags = Diagnostics::default();
+    let state = publish_into(ctx, planned, creating, &mut diags).await;
+    (state, diags)
+}
+
+async fn publish_into(
     ctx: &Context<ProviderData>,
     mut planned: ZoneReplicaMapModel,
     creating: bool,
@@ -288,10 +353,123 @@ async fn publish(
             );
         }
     }
-    let modes = planned.file_modes();
-    let version = diags.check(target.write(&ctx.data, &document, creating, modes).await)?;
+    let options = WriteOptions {
+        modes: planned.file_modes(),
+        parameter: planned.parameter_kind(),
+        tags: planned.known_tags_all().unwrap_or_default(),
+    };
+    let version = diags.check(target.write(&ctx.data, &document, creating, &options).await)?;
     planned.version = version.into();
     Some(planned)
+}
+
+/// The plan's `tags_all` (the provider's `default_tags` under `tags`, for an SSM target), a new
+/// version when the parameter's key or tier changes, and the one tier change SSM refuses.
+fn plan_parameter(
+    ctx: &Context<ProviderData>,
+    prior: Option<&ZoneReplicaMapModel>,
+    config: &ZoneReplicaMapModel,
+    planned: &mut ZoneReplicaMapModel,
+    diags: &mut Diagnostics,
+) {
+    if blocks(&planned.ssm_parameter).is_empty() && !planned.ssm_parameter.is_unknown() {
+        planned.tags_all = Field::Null;
+        return;
+    }
+    planned.tags_all = match known_strings(&config.tags) {
+        Some(own) => {
+            let mut all = ctx.data.config.aws.default_tags.clone();
+            all.extend(own);
+            Field::known_map(all)
+        }
+        None => Field::Unknown,
+    };
+    let Some(prior) = prior else { return };
+    let (before, after) = (prior.parameter_kind(), planned.parameter_kind());
+    if before.tier == "Advanced" && after.tier == "Standard" {
+        diags.attribute_error(
+            AttributePath::root("ssm_parameter").index(0).attr("tier"),
+            "Tier cannot go back to Standard",
+            "SSM cannot move an Advanced parameter back to the Standard tier. Keep `tier = \"Advanced\"`, or \
+             replace the parameter (`terraform apply -replace=...`: it is deleted and created again as Standard; \
+             readers fall back to the reader endpoint meanwhile).",
+        );
+    }
+    if before != after && before.secure == after.secure {
+        // A new key or tier is a new write, hence a new version.
+        planned.version = Field::Unknown;
+    }
+}
+
+/// An SSM parameter's type, and its key, tier and tags when they matter, into the state.
+async fn read_parameter(
+    ctx: &Context<ProviderData>,
+    name: &str,
+    parameter_type: &str,
+    state: &mut ZoneReplicaMapModel,
+    diags: &mut Diagnostics,
+) -> Option<()> {
+    let aws = ctx.data.aws().await;
+    let at = |what: &str, e: AwsError| {
+        Diagnostic::from(PublishError::Aws {
+            target: format!("ssm:{name}"),
+            source: e,
+        })
+        .context(format!("Reading the parameter's {what}"))
+    };
+    let Field::Known(blocks) = &mut state.ssm_parameter else {
+        return Some(());
+    };
+    let Some(block) = blocks.first_mut() else {
+        return Some(());
+    };
+    block.r#type = parameter_type.into();
+    // A state written before `tier` existed: those versions always created Standard parameters.
+    if block.tier.is_null() {
+        block.tier = "Standard".into();
+    }
+    let tier_in_state = block.tier.get().cloned().unwrap_or_else(|| "Standard".into());
+    if parameter_type == "SecureString" || tier_in_state != "Standard" {
+        if let Some((key_id, tier)) =
+            diags.check(aws.parameter_settings(name).await.map_err(|e| at("key and tier", e)))?
+        {
+            // The account's default key, however SSM spells it, is what a null `key_id` means.
+            let default_key = key_id.as_deref().is_none_or(|k| k == "alias/aws/ssm");
+            block.key_id = match key_id {
+                Some(_) if default_key && block.key_id.is_null() => Field::Null,
+                Some(k) if parameter_type == "SecureString" => k.into(),
+                _ => Field::Null,
+            };
+            // Intelligent-Tiering is a choice SSM makes: what it picked is not drift.
+            if tier_in_state != "Intelligent-Tiering" {
+                block.tier = tier.into();
+            }
+        }
+    }
+    let defaults = &ctx.data.config.aws.default_tags;
+    let has_tags = !state.known_tags_all().unwrap_or_default().is_empty()
+        || !known_strings(&state.tags).unwrap_or_default().is_empty()
+        || !defaults.is_empty();
+    if has_tags {
+        let live = diags.check(aws.parameter_tags(name).await.map_err(|e| at("tags", e)))?;
+        let own = known_strings(&state.tags).unwrap_or_default();
+        // `tags`: the live tags this resource sets itself: the ones it had, and any that the
+        // provider's defaults do not explain.
+        let tags: BTreeMap<String, String> = live
+            .iter()
+            .filter(|(k, v)| own.contains_key(*k) || defaults.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        state.tags = if tags.is_empty() && state.tags.is_null() {
+            Field::Null
+        } else {
+            Field::known_map(tags)
+        };
+        state.tags_all = Field::known_map(live);
+    } else {
+        state.tags_all = Field::known_map(BTreeMap::new());
+    }
+    Some(())
 }
 
 /// The topology, when every part of it is known: from ElastiCache, or from `member` blocks.

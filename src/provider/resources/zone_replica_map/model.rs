@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::target::Target;
+use crate::provider::aws::ParameterKind;
+use crate::provider::timeouts::TimeoutsModel;
 use crate::tfplugin::{Field, Set};
 
 crate::model! {
@@ -44,6 +46,12 @@ crate::model! {
     pub struct SsmParameterModel {
         /// The parameter's name.
         pub name: Field<String>,
+        /// `String` or `SecureString`.
+        pub r#type: Field<String>,
+        /// The KMS key of a `SecureString`.
+        pub key_id: Field<String>,
+        /// `Standard`, `Advanced` or `Intelligent-Tiering`.
+        pub tier: Field<String>,
     }
 }
 
@@ -84,6 +92,12 @@ crate::model! {
         pub secretsmanager: Field<Vec<SecretsManagerModel>>,
         /// Publish to an SSM parameter.
         pub ssm_parameter: Field<Vec<SsmParameterModel>>,
+        /// Tags of the SSM parameter.
+        pub tags: Field<BTreeMap<String, Field<String>>>,
+        /// `tags` merged over the provider's `default_tags`.
+        pub tags_all: Field<BTreeMap<String, Field<String>>>,
+        /// How long create, update and delete may take.
+        pub timeouts: Field<TimeoutsModel>,
     }
 }
 
@@ -91,6 +105,18 @@ crate::model! {
 /// another resource, has none yet).
 pub(super) fn blocks<T>(field: &Field<Vec<T>>) -> &[T] {
     field.get().map_or(&[], Vec::as_slice)
+}
+
+/// A map of strings, all known (empty when null; `None` while the map or a value is unknown).
+pub(super) fn known_strings(map: &Field<BTreeMap<String, Field<String>>>) -> Option<BTreeMap<String, String>> {
+    match map {
+        Field::Null => Some(BTreeMap::new()),
+        Field::Unknown => None,
+        Field::Known(entries) => entries
+            .iter()
+            .map(|(k, v)| Some((k.clone(), v.get()?.clone())))
+            .collect(),
+    }
 }
 
 /// The known strings of a collection.
@@ -136,6 +162,23 @@ impl ZoneReplicaMapModel {
         }
     }
 
+    /// How the `ssm_parameter` target stores the map (the defaults without one).
+    pub(super) fn parameter_kind(&self) -> ParameterKind {
+        let Some(block) = blocks(&self.ssm_parameter).first() else {
+            return ParameterKind::default();
+        };
+        ParameterKind {
+            secure: block.r#type.get().is_some_and(|t| t == "SecureString"),
+            key_id: block.key_id.get().cloned(),
+            tier: block.tier.get().cloned().unwrap_or_else(|| "Standard".into()),
+        }
+    }
+
+    /// `tags_all` as known strings (empty when null; `None` while any is unknown).
+    pub(super) fn known_tags_all(&self) -> Option<BTreeMap<String, String>> {
+        known_strings(&self.tags_all)
+    }
+
     /// A state for an imported target: the target block and no members.
     pub fn imported(target: &Target) -> Self {
         let mut model = ZoneReplicaMapModel {
@@ -159,6 +202,9 @@ impl ZoneReplicaMapModel {
             Target::Ssm(name) => {
                 model.ssm_parameter = Field::Known(vec![SsmParameterModel {
                     name: name.as_str().into(),
+                    r#type: "String".into(),
+                    key_id: Field::Null,
+                    tier: "Standard".into(),
                 }])
             }
             Target::File(path) => {

@@ -1,5 +1,6 @@
 //! The `locality_zone_replica_map` schema. Its descriptions are the resource's documentation.
 
+use crate::provider::timeouts::{self, ALL};
 use crate::tfplugin::{Attribute, Block, IdentityAttribute, IdentitySchema, NestedBlock, Nesting, Schema, Type};
 
 /// The resource schema.
@@ -63,6 +64,17 @@ pub fn schema() -> Schema {
             "With `spread_replicas`: the published lists of every usable node, AZ name (and AZ ID with \
              `zone_ids`) → `host:port`s (null without `spread_replicas`). A list changed out of band shows in \
              the plan under its AZ.",
+        ))
+        .attribute(Attribute::typed("tags", Type::map(Type::String)).optional().description(
+            "Tags of the SSM parameter this resource creates (`ssm_parameter` only: a file is not an AWS resource, \
+             and a secret belongs to whoever created it, with its own tags). Merged over the provider's \
+             `aws.default_tags` as the AWS provider merges them (these win on the same key); given to \
+             `PutParameter` as the parameter is created, then kept with `AddTagsToResource` and \
+             `RemoveTagsFromResource`. Refresh reads the parameter's tags (`ListTagsForResource`) when it has or \
+             should have any, so a tag changed outside Terraform shows in the plan and the next apply sets it back.",
+        ))
+        .attribute(Attribute::typed("tags_all", Type::map(Type::String)).computed().description(
+            "The parameter's tags: `tags` over the provider's `aws.default_tags` (null for a file or secret target).",
         ))
         .attribute(Attribute::typed("endpoints", Type::map(Type::String)).computed().description(
             "The published map: AZ name → `host:port` of the replica in that AZ. When several replicas share \
@@ -170,19 +182,44 @@ pub fn schema() -> Schema {
                 "ssm_parameter",
                 Nesting::List,
                 Block::new(
-                    "Publish to an SSM parameter of type `String` (not `SecureString`: the map holds endpoints, \
-                     not secrets, so neither writing nor reading it involves KMS) that the resource owns: created \
-                     (an existing parameter is refused: import it), overwritten on change, deleted on destroy.",
+                    "Publish to an SSM parameter that the resource owns: created (an existing parameter is refused: \
+                     import it), overwritten on change, deleted on destroy. A `String` by default (the map holds \
+                     endpoints, not secrets, so neither writing nor reading it involves KMS); `type = \"SecureString\"` \
+                     encrypts it with KMS, as a policy that requires every parameter to be encrypted asks. Refresh \
+                     reads it decrypted (`GetParameter` with decryption), so drift is the text applications read.",
                 )
                 .attribute(
                     Attribute::string("name")
                         .required()
                         .requires_replace()
                         .description("The parameter name, e.g. `/prod/cache/replica-map`. Changing it replaces the resource."),
-                ),
+                )
+                .attribute(Attribute::string("type").default("String").requires_replace().description(
+                    "`String` (default) or `SecureString`. SSM cannot change a parameter's type in place, so changing \
+                     it replaces the parameter (deleted, then created: readers fall back to the reader endpoint \
+                     meanwhile). A type changed outside Terraform shows as drift.",
+                ))
+                .attribute(Attribute::string("key_id").optional().description(
+                    "The KMS key of a `SecureString` (key ID, key ARN, alias name or alias ARN). Default: the \
+                     account's AWS managed key `alias/aws/ssm`, which needs no KMS permission in your policy. A \
+                     customer managed key needs `kms:Encrypt` (apply) and `kms:Decrypt` (refresh) on it, and \
+                     `kms:GenerateDataKey` for an `Advanced` parameter. Only with `type = \"SecureString\"`. Changing \
+                     it writes the map again under the new key. Refresh reads the key (`DescribeParameters`).",
+                ))
+                .attribute(Attribute::string("tier").default("Standard").description(
+                    "`Standard` (default, free, up to 4 KB), `Advanced` (up to 8 KB, charged) or \
+                     `Intelligent-Tiering` (SSM picks). Standard → Advanced is done in place; SSM cannot move a \
+                     parameter back to Standard, so that change is refused at plan with what to do. With a tier \
+                     other than Standard, or a `SecureString`, refresh reads the tier and key (`DescribeParameters`).",
+                )),
             )
             .items(0, 1),
-        ),
+        )
+        .block(timeouts::block(
+            &ALL,
+            super::TIMEOUTS,
+            "publishing the map with the AWS SDK's retries and its read-backs, or removing what was published",
+        )),
     }
 }
 

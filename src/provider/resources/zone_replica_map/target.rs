@@ -4,12 +4,15 @@
 //! - `secretsmanager`: a new version of an existing secret (version = VersionId); the secret's
 //!   lifecycle stays with whoever created it; with `key`, only that key of a JSON secret
 //!   (`shared_secret.rs`);
-//! - `ssm_parameter`: a String parameter the resource owns (version = parameter version).
+//! - `ssm_parameter`: a parameter the resource owns, `String` or `SecureString`, with its tags
+//!   (version = parameter version).
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use crate::provider::aws::AwsError;
+use std::collections::BTreeMap;
+
+use crate::provider::aws::{AwsError, ParameterKind};
 use crate::provider::ProviderData;
 
 use super::replica_map::sha256_hex;
@@ -93,11 +96,29 @@ impl Target {
         matches!(self, Target::File(_))
     }
 
-    /// Reads the published document and its version; `Ok(None)` when nothing is published.
+    /// Reads the published document, its version and (an SSM parameter's) type; `Ok(None)`
+    /// when nothing is published.
     ///
     /// # Errors
     /// [`PublishError`], naming the target.
-    pub async fn read(&self, data: &ProviderData) -> Result<Option<(String, String)>, PublishError> {
+    pub async fn read(&self, data: &ProviderData) -> Result<Option<Published>, PublishError> {
+        if let Target::Ssm(name) = self {
+            let read = data.aws().await.read_parameter_typed(name).await;
+            return Ok(read.map_err(|e| self.aws(e))?.map(|(text, version, kind)| Published {
+                text,
+                version,
+                parameter_type: Some(kind),
+            }));
+        }
+        let read = self.read_document(data).await?;
+        Ok(read.map(|(text, version)| Published {
+            text,
+            version,
+            parameter_type: None,
+        }))
+    }
+
+    async fn read_document(&self, data: &ProviderData) -> Result<Option<(String, String)>, PublishError> {
         match self {
             Target::File(path) => {
                 // The path itself: a symlink there, or anything but a regular file, is refused
@@ -162,7 +183,7 @@ impl Target {
     }
 
     /// Publishes the document and returns the new version. `creating` refuses to take over an
-    /// SSM parameter that already exists.
+    /// SSM parameter that already exists (and gives the parameter its tags as it is created).
     ///
     /// # Errors
     /// [`PublishError`].
@@ -171,8 +192,9 @@ impl Target {
         data: &ProviderData,
         document: &str,
         creating: bool,
-        modes: FileModes,
+        options: &WriteOptions,
     ) -> Result<String, PublishError> {
+        let modes = options.modes;
         match self {
             Target::File(path) => {
                 refuse_parent_components(path).map_err(|e| self.io(e))?;
@@ -208,13 +230,22 @@ impl Target {
             }
             Target::Ssm(name) => {
                 let aws = data.aws().await;
-                match aws.write_parameter(name, document, !creating).await {
+                match aws
+                    .write_parameter(name, document, !creating, &options.parameter, &options.tags)
+                    .await
+                {
                     Ok(version) => Ok(version),
                     // "Already exists" may be our own write: the SDK retries a PutParameter whose
-                    // response was lost. A parameter that holds exactly this document is adopted;
-                    // so is one after a write whose every response was lost.
+                    // response was lost. A parameter that holds exactly this document is adopted
+                    // (and given its tags); so is one after a write whose every response was lost.
                     Err(AwsError::AlreadyExists(_)) => match aws.read_parameter(name).await {
-                        Ok(Some((value, version))) if value == document => Ok(version),
+                        Ok(Some((value, version))) if value == document => {
+                            let live = aws.parameter_tags(name).await.map_err(|e| self.aws(e))?;
+                            aws.retag_parameter(name, &live, &options.tags)
+                                .await
+                                .map_err(|e| self.aws(e))?;
+                            Ok(version)
+                        }
                         _ => Err(PublishError::AlreadyExists { target: self.id() }),
                     },
                     Err(e @ AwsError::Unconfirmed(_)) => match aws.read_parameter(name).await {
@@ -277,6 +308,29 @@ pub(super) const FILE_MODE: u32 = 0o600;
 pub(super) const DEFAULT_FILE_PERMISSION: &str = "0600";
 /// `directory_permission`'s default (as `local_file`'s: 0777, less the umask).
 pub(super) const DEFAULT_DIRECTORY_PERMISSION: &str = "0777";
+
+/// What a target holds.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The document.
+    pub text: String,
+    /// Its version.
+    pub version: String,
+    /// An SSM parameter's type (`String`, `SecureString`).
+    pub parameter_type: Option<String>,
+}
+
+/// How a write publishes, beyond the document: the file's modes, or the SSM parameter's type,
+/// key, tier and tags (the others ignore what is not theirs).
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// A `file` target's modes.
+    pub modes: FileModes,
+    /// An `ssm_parameter` target's type, KMS key and tier.
+    pub parameter: ParameterKind,
+    /// An `ssm_parameter` target's tags (`tags_all`), given as it is created.
+    pub tags: BTreeMap<String, String>,
+}
 
 /// The modes a `file` target is written with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

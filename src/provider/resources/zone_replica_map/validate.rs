@@ -6,10 +6,43 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use locality_resolve::zone::check_endpoint;
-use regex::Regex;
+use regex_lite::Regex;
 
 use super::model::{blocks, ZoneReplicaMapModel};
 use crate::tfplugin::{AttributePath, Diagnostics, Field};
+
+/// `tags`: only for an SSM target, with AWS's limits on keys and values.
+fn validate_tags(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
+    let Field::Known(tags) = &config.tags else { return };
+    let has_ssm = !blocks(&config.ssm_parameter).is_empty() || config.ssm_parameter.is_unknown();
+    if !has_ssm && !tags.is_empty() {
+        diags.attribute_error(
+            AttributePath::root("tags"),
+            "Nothing to tag",
+            "`tags` are the SSM parameter's: only an `ssm_parameter` target creates an AWS resource. A file is not one, \
+             and a secret is tagged where it is created (`aws_secretsmanager_secret`).",
+        );
+        return;
+    }
+    if tags.len() > 50 {
+        diags.attribute_error(
+            AttributePath::root("tags"),
+            "Too many tags",
+            format!("{} tags; SSM allows 50 on a parameter.", tags.len()),
+        );
+    }
+    for (key, value) in tags {
+        let key_ok = (1..=128).contains(&key.chars().count()) && !key.to_ascii_lowercase().starts_with("aws:");
+        let value_ok = value.get().is_none_or(|v| v.chars().count() <= 256);
+        if !key_ok || !value_ok {
+            diags.attribute_error(
+                AttributePath::root("tags"),
+                "Invalid tag",
+                format!("Tag {key:?}: keys are 1-128 characters and do not start with \"aws:\"; values are at most 256 characters."),
+            );
+        }
+    }
+}
 
 /// Checks one configuration.
 pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
@@ -167,7 +200,45 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
             ),
         );
     }
+    crate::provider::timeouts::validate(&config.timeouts, diags);
+    validate_tags(config, diags);
     for (i, p) in blocks(&config.ssm_parameter).iter().enumerate() {
+        let at = |attr: &str| AttributePath::root("ssm_parameter").index(i).attr(attr);
+        if let Some(kind) = p.r#type.get() {
+            if kind != "String" && kind != "SecureString" {
+                diags.attribute_error(
+                    at("type"),
+                    "Invalid parameter type",
+                    format!("{kind:?} is not a type this resource publishes: \"String\" or \"SecureString\" (a StringList would split the map at its commas)."),
+                );
+            }
+        }
+        if let Some(tier) = p.tier.get() {
+            if !["Standard", "Advanced", "Intelligent-Tiering"].contains(&tier.as_str()) {
+                diags.attribute_error(
+                    at("tier"),
+                    "Invalid tier",
+                    format!(
+                        "{tier:?} is not an SSM parameter tier: \"Standard\", \"Advanced\" or \"Intelligent-Tiering\"."
+                    ),
+                );
+            }
+        }
+        if let (Some(key), Some(kind)) = (p.key_id.get(), p.r#type.get()) {
+            if kind != "SecureString" {
+                diags.attribute_error(
+                    at("key_id"),
+                    "Key without encryption",
+                    format!("`key_id` ({key:?}) is the KMS key of a SecureString; this parameter is a {kind}. Set `type = \"SecureString\"`, or leave `key_id` out."),
+                );
+            } else if key.trim().is_empty() || key.len() > 2048 {
+                diags.attribute_error(
+                    at("key_id"),
+                    "Invalid KMS key",
+                    "Give a key ID, key ARN, alias name (`alias/...`) or alias ARN.",
+                );
+            }
+        }
         if let Some(name) = p.name.get() {
             let ok = !name.is_empty()
                 && name.len() <= 2048
