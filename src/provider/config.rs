@@ -167,10 +167,10 @@ pub fn schema() -> Schema {
              Google's auth library, with its own.)",
         )
         .attribute(Attribute::string("request_timeout").optional().description(
-            "How long one Cloudflare or Google API request may take, as a duration such as `\"60s\"` or              `\"2m\"` (1s to 1h), as the Google provider's `request_timeout`. Default: `LOCALITY_HTTP_TIMEOUT`              (seconds), else `60s`. A resource's `timeouts` bound its whole operation, retries included.",
+            "How long one Cloudflare or Google API request may take, as a duration such as `\"60s\"` or `\"2m\"` (1s to 1h), as the Google provider's `request_timeout`. Default: `LOCALITY_HTTP_TIMEOUT` (seconds), else `60s`. A resource's `timeouts` bound its whole operation, retries included.",
         ))
         .attribute(Attribute::number("max_retries").optional().description(
-            "How many times a Cloudflare or Google API request is retried after a 429, a 5xx or a connection              error (0 to 25), with exponential backoff and full jitter, honouring `Retry-After`. Default:              `LOCALITY_HTTP_RETRIES`, else 4. AWS calls follow the AWS SDK's own retry settings              (`AWS_MAX_ATTEMPTS`, `max_attempts` in the shared config file).",
+            "How many times a Cloudflare or Google API request is retried after a 429, a 5xx or a connection error (0 to 25), with exponential backoff and full jitter, honouring `Retry-After`. Default: `LOCALITY_HTTP_RETRIES`, else 4. AWS calls follow the AWS SDK's own retry settings (`AWS_MAX_ATTEMPTS`, `max_attempts` in the shared config file).",
         ))
         .block(NestedBlock::new(
             "cloudflare",
@@ -241,10 +241,10 @@ pub fn schema() -> Schema {
                         "default_tags",
                         Nesting::List,
                         Block::new(
-                            "Tags for every AWS resource this provider creates (the SSM parameter of a                              `locality_zone_replica_map`), as the AWS provider's `default_tags`: a resource's own                              `tags` win on the same key, and its `tags_all` shows the merge.",
+                            "Tags for every AWS resource this provider creates (the SSM parameter of a `locality_zone_replica_map`), as the AWS provider's `default_tags`: a resource's own `tags` win on the same key, and its `tags_all` shows the merge.",
                         )
                         .attribute(Attribute::typed("tags", Type::map(Type::String)).optional().description(
-                            "Key → value.",
+                            "Tag key → value (keys 1 to 128 characters, not starting with `aws:`; values up to 256).",
                         )),
                     )
                     .items(0, 1),
@@ -332,6 +332,28 @@ pub fn validate(config: &Value, diags: &mut Diagnostics) {
     }
     let aws = config.get("aws");
     let at = |attr: &str| AttributePath::root("aws").attr(attr);
+    for block in aws.get("default_tags").elements() {
+        let Some(tags) = block.get("tags").entries() else {
+            continue;
+        };
+        let path = || at("default_tags").index(0).attr("tags");
+        if tags.len() > crate::provider::aws::MAX_TAGS {
+            diags.attribute_error(
+                path(),
+                "Too many tags",
+                format!(
+                    "{} default tags; AWS allows {} on a resource.",
+                    tags.len(),
+                    crate::provider::aws::MAX_TAGS
+                ),
+            );
+        }
+        for (key, value) in tags {
+            if let Some(problem) = crate::provider::aws::tag_problem(key, value.as_str().unwrap_or("")) {
+                diags.attribute_error(path(), "Invalid tag", problem);
+            }
+        }
+    }
     for attr in ["allowed_account_ids", "forbidden_account_ids"] {
         for id in aws.get(attr).elements().iter().filter_map(Value::as_str) {
             if !is_account_id(id) {

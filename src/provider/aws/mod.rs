@@ -54,6 +54,21 @@ impl Default for ParameterKind {
     }
 }
 
+/// Most tags AWS allows on one resource.
+pub const MAX_TAGS: usize = 50;
+
+/// What is wrong with a tag, by AWS's rules (key 1 to 128 characters, not starting with
+/// `aws:`; value at most 256), as a sentence; `None` when it is fine.
+pub fn tag_problem(key: &str, value: &str) -> Option<String> {
+    let key_ok = (1..=128).contains(&key.chars().count()) && !key.to_ascii_lowercase().starts_with("aws:");
+    let value_ok = value.chars().count() <= 256;
+    (!key_ok || !value_ok).then(|| {
+        format!(
+            "Tag {key:?}: keys are 1-128 characters and do not start with \"aws:\"; values are at most 256 characters."
+        )
+    })
+}
+
 fn ssm_tag(key: &str, value: &str) -> Result<aws_sdk_ssm::types::Tag, AwsError> {
     aws_sdk_ssm::types::Tag::builder()
         .key(key)

@@ -395,10 +395,8 @@ fn plan_parameter(
              readers fall back to the reader endpoint meanwhile).",
         );
     }
-    if before != after && before.secure == after.secure {
-        // A new key or tier is a new write, hence a new version.
-        planned.version = Field::Unknown;
-    }
+    // A new key or tier is a new write, hence a new version: `version` tracks `ssm_parameter`
+    // as well as `document` (schema).
 }
 
 /// An SSM parameter's type, and its key, tier and tags when they matter, into the state.

@@ -91,7 +91,7 @@ pub fn schema() -> Schema {
              Sensitive, since an imported secret may hold other values: `endpoints`, `endpoints_by_zone_id` \
              and `replicas` show each AZ's change in plans.",
         ))
-        .attribute(Attribute::string("version").computed().tracks(&["document"]).description(
+        .attribute(Attribute::string("version").computed().tracks(&["document", "ssm_parameter"]).description(
             "The published version: the secret's VersionId, the parameter's version number, or for a `file` the \
              SHA-256 (hex) of its content.",
         ))

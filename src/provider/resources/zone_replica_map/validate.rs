@@ -9,6 +9,7 @@ use locality_resolve::zone::check_endpoint;
 use regex_lite::Regex;
 
 use super::model::{blocks, ZoneReplicaMapModel};
+use crate::provider::aws::{tag_problem, MAX_TAGS};
 use crate::tfplugin::{AttributePath, Diagnostics, Field};
 
 /// `tags`: only for an SSM target, with AWS's limits on keys and values.
@@ -24,22 +25,16 @@ fn validate_tags(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
         );
         return;
     }
-    if tags.len() > 50 {
+    if tags.len() > MAX_TAGS {
         diags.attribute_error(
             AttributePath::root("tags"),
             "Too many tags",
-            format!("{} tags; SSM allows 50 on a parameter.", tags.len()),
+            format!("{} tags; SSM allows {MAX_TAGS} on a parameter.", tags.len()),
         );
     }
     for (key, value) in tags {
-        let key_ok = (1..=128).contains(&key.chars().count()) && !key.to_ascii_lowercase().starts_with("aws:");
-        let value_ok = value.get().is_none_or(|v| v.chars().count() <= 256);
-        if !key_ok || !value_ok {
-            diags.attribute_error(
-                AttributePath::root("tags"),
-                "Invalid tag",
-                format!("Tag {key:?}: keys are 1-128 characters and do not start with \"aws:\"; values are at most 256 characters."),
-            );
+        if let Some(problem) = tag_problem(key, value.get().map_or("", String::as_str)) {
+            diags.attribute_error(AttributePath::root("tags"), "Invalid tag", problem);
         }
     }
 }
@@ -224,7 +219,12 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
                 );
             }
         }
-        if let (Some(key), Some(kind)) = (p.key_id.get(), p.r#type.get()) {
+        // (`type` not set is its default, "String"; unknown is not judged.)
+        let kind = match &p.r#type {
+            Field::Null => Some("String"),
+            other => other.get().map(String::as_str),
+        };
+        if let (Some(key), Some(kind)) = (p.key_id.get(), kind) {
             if kind != "SecureString" {
                 diags.attribute_error(
                     at("key_id"),
