@@ -427,3 +427,61 @@ async fn a_create_whose_responses_were_lost_is_adopted() {
     })
     .await;
 }
+
+/// Issue 29: `timeouts { create }` bounds the create. A hint whose create timed out may exist
+/// (the fake applied it): the state still tracks it (tainted), the next apply replaces it and
+/// the plan after is empty. `request_timeout` bounds each request and `max_retries = 0` sends
+/// a write once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_and_the_provider_request_settings() {
+    with_fake(|fake, tf| {
+        let config = |provider_settings: &str, region: &str, timeouts: &str| {
+            let resource = format!(
+                "\nresource \"locality_region_hint\" \"x\" {{\n  zone_id   = \"{ZONE}\"\n  origin_ip = \"192.0.2.61\"\n  vendor    = \"aws\"\n  region    = \"{region}\"\n{timeouts}}}\n"
+            );
+            provider(&fake).replacen("provider \"locality\" {\n", &format!("provider \"locality\" {{\n{provider_settings}"), 1) + &resource
+        };
+        tf.write("main.tf", &config("", "us-east-1", "  timeouts {\n    delete = \"-1m\"\n  }\n"));
+        let out = tf.fails(&["validate"]);
+        assert!(out.contains("Invalid timeout") && out.contains("delete = \"-1m\""), "{out}");
+
+        // The write is applied at once and answered after 8 s; the create gives up after 2 s.
+        fake.state
+            .lock()
+            .unwrap()
+            .write_faults
+            .push_back(Fault::SlowAfterApplying(Duration::from_secs(8)));
+        tf.write("main.tf", &config("", "us-east-1", "  timeouts {\n    create = \"2s\"\n  }\n"));
+        let started = std::time::Instant::now();
+        let out = tf.fails(&["apply", "-auto-approve"]);
+        assert!(out.contains("create timed out") && out.contains("timeouts.create"), "{out}");
+        assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+        assert_eq!(fake.mappings()["192.0.2.61"], ("aws".into(), "us-east-1".into()));
+        let shown = tf.ok(&["state", "show", "locality_region_hint.x"]);
+        assert!(shown.contains("tainted"), "tracked, to be replaced: {shown}");
+        let out = tf.ok(&["apply", "-auto-approve"]);
+        assert!(out.contains("1 added, 0 changed, 1 destroyed"), "{out}");
+        tf.assert_no_changes();
+
+        // `max_retries = 0`: a 503 on the write is an error after one PUT, nothing changed.
+        tf.write("main.tf", &config("  max_retries = 0\n", "us-west-2", ""));
+        fake.take_requests();
+        fake.state.lock().unwrap().write_faults.push_back(Fault::Status(503, None));
+        tf.fails(&["apply", "-auto-approve"]);
+        assert_eq!(count(&fake.take_requests(), "PUT"), 1);
+        assert_eq!(fake.mappings()["192.0.2.61"], ("aws".into(), "us-east-1".into()));
+
+        // `request_timeout = "1s"`: a request answered after 5 s is given up after 1 s.
+        tf.write("main.tf", &config("  max_retries = 0\n  request_timeout = \"1s\"\n", "us-west-2", ""));
+        fake.state.lock().unwrap().write_faults.push_back(Fault::Slow(Duration::from_secs(5)));
+        let started = std::time::Instant::now();
+        tf.fails(&["apply", "-auto-approve"]);
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+
+        // Without faults, one more apply converges.
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(fake.mappings()["192.0.2.61"], ("aws".into(), "us-west-2".into()));
+        tf.assert_no_changes();
+    })
+    .await;
+}

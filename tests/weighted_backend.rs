@@ -577,3 +577,102 @@ fn api_errors_say_what_where_and_why() {
     );
     assert!(!out.contains("cf-secret-token") && !out.contains(TOKEN), "{out}");
 }
+
+/// Issue 29: `timeouts { update }` bounds the whole write, its operation polling included: an
+/// error naming the setting, the prior state kept, and the next plan converges by reading the
+/// live weights. A bad duration fails `validate` on the attribute. The provider's
+/// `max_retries` and `request_timeout` bound each request (attribute over environment).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_and_the_provider_request_settings() {
+    let (fake, tf) = setup().await;
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let (fake, mut tf) = (f, tf);
+        let with = |weights: &[(&str, &str)], provider_settings: &str, timeouts: &str| {
+            config(&fake, weights)
+                .replacen(
+                    "provider \"locality\" {\n",
+                    &format!("provider \"locality\" {{\n{provider_settings}"),
+                    1,
+                )
+                .replacen("  weights = {", &format!("{timeouts}  weights = {{"), 1)
+        };
+        tf.write(
+            "main.tf",
+            &with(NORMAL, "", "  timeouts {\n    update = \"ten minutes\"\n  }\n"),
+        );
+        let out = tf.fails(&["validate"]);
+        assert!(
+            out.contains("Invalid timeout") && out.contains("update = \"ten minutes\"") && out.contains("\"30s\""),
+            "{out}"
+        );
+
+        tf.write("main.tf", &with(NORMAL, "", ""));
+        tf.ok(&["apply", "-auto-approve"]);
+        // An operation that never ends: the update gives up after `timeouts.update`.
+        fake.state.lock().unwrap().polls_per_operation = u32::MAX;
+        let three_seconds = "  timeouts {\n    update = \"3s\"\n  }\n";
+        tf.write("main.tf", &with(OSAKA_DOWN, "", three_seconds));
+        let started = Instant::now();
+        let out = tf.fails(&["apply", "-auto-approve"]);
+        let elapsed = started.elapsed();
+        assert!(
+            out.contains("update timed out") && out.contains("timeouts.update") && out.contains("3s"),
+            "{out}"
+        );
+        assert!(elapsed.as_secs() < 20, "the 3s timeout bounded the apply: {elapsed:?}");
+        // The PATCH was accepted before time ran out: the next plan reads the live weights and
+        // has nothing to write (only the new `timeouts` block to record, as in the official
+        // providers, which Terraform shows as an in-place update without an API call).
+        fake.state.lock().unwrap().polls_per_operation = 2;
+        assert_eq!(weights(&fake), [0, 100, 0]);
+        let (code, plan) = tf.plan_exit_code();
+        assert_eq!(code, 2, "{plan}");
+        assert!(plan.contains("+ update = \"3s\"") && !plan.contains(" -> "), "{plan}");
+        fake.take_requests();
+        tf.ok(&["apply", "-auto-approve"]);
+        let requests = fake.take_requests();
+        assert!(!requests.iter().any(|r| r.starts_with("PATCH")), "{requests:?}");
+        tf.assert_no_changes();
+
+        // `max_retries = 0`: one 503 fails the refresh after a single request...
+        tf.write("main.tf", &with(OSAKA_DOWN, "  max_retries = 0\n", three_seconds));
+        fake.take_requests();
+        fake.state.lock().unwrap().faults.push_back((503, None));
+        let out = tf.fails(&["plan"]);
+        assert!(out.contains("503"), "{out}");
+        let requests = fake.take_requests();
+        assert_eq!(requests.len(), 1, "no retry: {requests:?}");
+        // ... and the attribute wins over the environment variable.
+        tf.env("LOCALITY_HTTP_RETRIES", "3");
+        fake.state.lock().unwrap().faults.push_back((503, None));
+        tf.fails(&["plan"]);
+        assert_eq!(
+            fake.take_requests().len(),
+            1,
+            "max_retries = 0 wins over LOCALITY_HTTP_RETRIES=3"
+        );
+        tf.env_remove("LOCALITY_HTTP_RETRIES");
+        // Retries allowed: the same fault is retried, and the plan is empty.
+        tf.write("main.tf", &with(OSAKA_DOWN, "  max_retries = 1\n", three_seconds));
+        fake.state.lock().unwrap().faults.push_back((503, None));
+        tf.assert_no_changes();
+
+        // A bad value names the attribute and what is allowed.
+        tf.write(
+            "main.tf",
+            &with(
+                OSAKA_DOWN,
+                "  request_timeout = \"0s\"\n  max_retries = 99\n",
+                three_seconds,
+            ),
+        );
+        let out = tf.fails(&["validate"]);
+        assert!(
+            out.contains("Invalid request timeout") && out.contains("Invalid retry count") && out.contains("0 to 25"),
+            "{out}"
+        );
+    })
+    .await
+    .unwrap();
+}
