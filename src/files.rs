@@ -4,9 +4,11 @@
 //! place, with exactly the mode asked for (never setuid, setgid or sticky); a file is read as
 //! the path itself (a final symlink is refused), only when it is a regular file, and only up to
 //! a size limit. Knows nothing about Terraform.
+//!
+//! On Windows, which has no Unix modes, the modes are not applied (as `local_file` does there)
+//! and a final symlink is refused by a check before opening instead of by `O_NOFOLLOW`.
 
 use std::io::{ErrorKind, Read as _, Write as _};
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Component, Path};
 
 /// Replaces `path` with `bytes` so that readers see the old file or the new one, never a part.
@@ -25,13 +27,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result
 /// # Errors
 /// The I/O error; the temporary file is removed.
 pub fn write_atomically_in(path: &Path, bytes: &[u8], mode: u32, directory_mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
     let mode = mode & 0o777;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(directory_mode & 0o777)
-            .create(dir)?;
+        modes::create_dir(dir, directory_mode & 0o777)?;
     }
     let file_name = path
         .file_name()
@@ -40,14 +38,9 @@ pub fn write_atomically_in(path: &Path, bytes: &[u8], mode: u32, directory_mode:
         .into_owned();
     let temp = path.with_file_name(format!(".{file_name}.locality-{:016x}.tmp", fastrand::u64(..)));
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&temp)?;
+        let mut file = modes::create_new(&temp, mode)?;
         file.write_all(bytes)?;
-        // The mode given at creation is reduced by the umask: set it exactly.
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        modes::set_exactly(&file, mode)?;
         file.sync_all()?;
         std::fs::rename(&temp, path)
     })();
@@ -83,16 +76,7 @@ pub enum ReadError {
 /// # Errors
 /// [`ReadError`].
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    use rustix::fs::{Mode, OFlags};
-    // O_NONBLOCK: opening a FIFO planted at the path must not hang.
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Err(ReadError::NotFound),
-        Err(rustix::io::Errno::LOOP) => return Err(ReadError::Symlink),
-        Err(e) => return Err(ReadError::Io(e.into())),
-    };
-    let file = std::fs::File::from(fd);
+    let file = modes::open_no_follow(path)?;
     let meta = file.metadata()?;
     if !meta.file_type().is_file() {
         return Err(ReadError::NotRegular);
@@ -108,15 +92,101 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
+/// The mode of the file at `path` itself (`None` where there are no Unix modes, or nothing there).
+pub fn mode_of(path: &Path) -> Option<u32> {
+    modes::mode_of(path)
+}
+
+/// Modes and no-follow opening, on Unix.
+#[cfg(unix)]
+mod modes {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    use std::path::Path;
+
+    use super::ReadError;
+
+    pub(super) fn create_dir(dir: &Path, mode: u32) -> std::io::Result<()> {
+        std::fs::DirBuilder::new().recursive(true).mode(mode).create(dir)
+    }
+
+    pub(super) fn create_new(path: &Path, mode: u32) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(path)
+    }
+
+    /// The mode given at creation is reduced by the umask: set it exactly.
+    pub(super) fn set_exactly(file: &std::fs::File, mode: u32) -> std::io::Result<()> {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+    }
+
+    pub(super) fn mode_of(path: &Path) -> Option<u32> {
+        std::fs::symlink_metadata(path).ok().map(|m| m.mode())
+    }
+
+    pub(super) fn open_no_follow(path: &Path) -> Result<std::fs::File, ReadError> {
+        use rustix::fs::{Mode, OFlags};
+        // O_NONBLOCK: opening a FIFO planted at the path must not hang.
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        match rustix::fs::open(path, flags, Mode::empty()) {
+            Ok(fd) => Ok(std::fs::File::from(fd)),
+            Err(rustix::io::Errno::NOENT) => Err(ReadError::NotFound),
+            Err(rustix::io::Errno::LOOP) => Err(ReadError::Symlink),
+            Err(e) => Err(ReadError::Io(e.into())),
+        }
+    }
+}
+
+/// Windows: no Unix modes (they are not applied, as `local_file` does there); a symlink at the
+/// path is refused by a check before opening.
+#[cfg(not(unix))]
+mod modes {
+    use std::path::Path;
+
+    use super::ReadError;
+
+    pub(super) fn create_dir(dir: &Path, _mode: u32) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    pub(super) fn create_new(path: &Path, _mode: u32) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new().write(true).create_new(true).open(path)
+    }
+
+    pub(super) fn set_exactly(_file: &std::fs::File, _mode: u32) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    pub(super) fn mode_of(_path: &Path) -> Option<u32> {
+        None
+    }
+
+    pub(super) fn open_no_follow(path: &Path) -> Result<std::fs::File, ReadError> {
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::NotFound),
+            Err(e) => return Err(ReadError::Io(e)),
+            Ok(meta) if meta.file_type().is_symlink() => return Err(ReadError::Symlink),
+            Ok(_) => {}
+        }
+        std::fs::File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ReadError::NotFound,
+            _ => ReadError::Io(e),
+        })
+    }
+}
+
 /// Whether `path` has a `..` component (refused for files the provider owns: it would write
 /// outside the folder the path seems to name).
 pub fn has_parent_component(path: &Path) -> bool {
     path.components().any(|c| c == Component::ParentDir)
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
 
     fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o7777

@@ -3,9 +3,10 @@
 //! longer; replicas found unhealthy, each until its mark expires. One small JSON file per
 //! entry in a directory of mode 0700, files of mode 0600 written atomically (temp + rename).
 //! An entry that is corrupt, not ours, or writable by others is ignored and rewritten; a
-//! directory that is not ours is not used at all.
+//! directory that is not ours is not used at all. (On Windows, where there are no modes or
+//! uids, the default directory is under the user's own temporary folder, protected by its
+//! ACL, and only the regular-file and size checks apply.)
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -19,7 +20,72 @@ use crate::zone::Zone;
 pub fn default_dir() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir).join("locality"),
-        None => std::env::temp_dir().join(format!("locality-{}", rustix::process::geteuid().as_raw())),
+        None => std::env::temp_dir().join(format!("locality-{}", private::user())),
+    }
+}
+
+/// What "ours, and closed to others" means on this platform.
+#[cfg(unix)]
+mod private {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+
+    /// This user, as a directory name's suffix.
+    pub(super) fn user() -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
+    /// Creates `dir` (and its parents) with mode 0700.
+    pub(super) fn create_dir(dir: &std::path::Path) -> std::io::Result<()> {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    }
+
+    /// A directory of this user, closed to group and others.
+    pub(super) fn dir_is_ours(m: &std::fs::Metadata) -> bool {
+        m.is_dir() && m.uid() == user() && m.permissions().mode() & 0o077 == 0
+    }
+
+    /// A regular file of this user that nobody else may write.
+    pub(super) fn file_is_ours(m: &std::fs::Metadata) -> bool {
+        m.is_file() && m.uid() == user() && m.permissions().mode() & 0o022 == 0
+    }
+
+    /// Options creating a new file of mode 0600.
+    pub(super) fn new_file() -> std::fs::OpenOptions {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true).mode(0o600);
+        options
+    }
+}
+
+/// What "ours, and closed to others" means on this platform: Windows has no modes or uids; the
+/// user's temporary folder is private by its ACL.
+#[cfg(not(unix))]
+mod private {
+    /// This user, as a directory name's suffix.
+    pub(super) fn user() -> String {
+        std::env::var("USERNAME").unwrap_or_else(|_| "user".into())
+    }
+
+    /// Creates `dir` and its parents.
+    pub(super) fn create_dir(dir: &std::path::Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    /// A directory (not a link to one).
+    pub(super) fn dir_is_ours(m: &std::fs::Metadata) -> bool {
+        m.is_dir()
+    }
+
+    /// A regular file.
+    pub(super) fn file_is_ours(m: &std::fs::Metadata) -> bool {
+        m.is_file()
+    }
+
+    /// Options creating a new file.
+    pub(super) fn new_file() -> std::fs::OpenOptions {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        options
     }
 }
 
@@ -34,10 +100,7 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temp = path.with_file_name(format!(".{name}.{}.{}", std::process::id(), now()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
+    let written = private::new_file()
         .open(&temp)
         .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
         .and_then(|()| std::fs::rename(&temp, path));
@@ -89,12 +152,10 @@ impl Cache {
     /// Opens (and creates, mode 0700) the directory. A directory owned by someone else, or open
     /// to others (group or world bits), is not used: nothing is read from or written to it.
     pub fn open(dir: &Path) -> Cache {
-        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+        let _ = private::create_dir(dir);
         // An existing directory is never chmod-ed (`--cache-dir /tmp` run as root must not
         // close /tmp): one open to others is simply not used.
-        let usable = std::fs::symlink_metadata(dir).is_ok_and(|m| {
-            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.permissions().mode() & 0o077 == 0
-        });
+        let usable = std::fs::symlink_metadata(dir).is_ok_and(|m| private::dir_is_ours(&m));
         Cache {
             dir: dir.to_path_buf(),
             usable,
@@ -112,9 +173,7 @@ impl Cache {
         }
         let path = self.dir.join(name);
         let meta = std::fs::symlink_metadata(&path).ok()?;
-        let ours = meta.is_file()
-            && meta.uid() == rustix::process::geteuid().as_raw()
-            && meta.permissions().mode() & 0o022 == 0;
+        let ours = private::file_is_ours(&meta);
         if !ours || meta.len() > 64 * 1024 {
             // Not ours, or not a plain file: gone, so the next write is ours.
             let _ = std::fs::remove_file(&path);
@@ -209,9 +268,10 @@ impl Cache {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
 
     #[test]
     fn entries_round_trip_and_expire() {

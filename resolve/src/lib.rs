@@ -29,6 +29,8 @@ pub mod cache;
 pub mod check;
 pub mod detect;
 pub mod document;
+// HAProxy, its runtime API over a Unix socket, and signals: Unix only.
+#[cfg(unix)]
 pub mod sidecar;
 pub mod source;
 pub mod zone;

@@ -151,6 +151,7 @@ struct ResolveArgs {
 }
 
 #[derive(clap::Args)]
+#[cfg_attr(not(unix), allow(dead_code))]
 struct SidecarArgs {
     #[command(flatten)]
     map: MapArgs,
@@ -180,6 +181,7 @@ struct SidecarArgs {
 
 /// `--stats`: an address or off.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(unix), allow(dead_code))]
 struct Stats(Option<std::net::SocketAddr>);
 
 fn parse_stats(value: &str) -> Result<Stats, String> {
@@ -274,6 +276,19 @@ fn resolve(args: ResolveArgs) -> ExitCode {
     ))
 }
 
+/// `locality sidecar` on Windows: HAProxy and the runtime API the sidecar steers it through
+/// (a Unix socket, signals) are Unix tools.
+#[cfg(not(unix))]
+fn sidecar(_args: SidecarArgs) -> ExitCode {
+    let _ = writeln!(
+        std::io::stderr(),
+        "error: locality sidecar runs HAProxy and steers it over a Unix socket: it runs on Linux and macOS, not on \
+         Windows. Use `locality resolve` here (it works the same on every platform)."
+    );
+    ExitCode::from(2)
+}
+
+#[cfg(unix)]
 fn sidecar(args: SidecarArgs) -> ExitCode {
     let resolve = match base_options(args.map) {
         Ok(options) => options,

@@ -191,9 +191,9 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             let Some(file) = files.first_mut() else {
                 return Some(state);
             };
-            use std::os::unix::fs::MetadataExt as _;
-            if let Ok(meta) = std::fs::symlink_metadata(path) {
-                file.file_permission = target::permission_text(meta.mode()).into();
+            // (No Unix modes on Windows: the configured one stays.)
+            if let Some(mode) = crate::files::mode_of(path) {
+                file.file_permission = target::permission_text(mode).into();
             }
         }
         Some(state)

@@ -132,12 +132,14 @@ pub fn schema() -> Schema {
                 .attribute(Attribute::string("file_permission").default("0600").description(
                     "The file's mode as three or four octal digits, as `local_file` takes it, e.g. `\"0640\"` for a \
                      group that runs the application; set exactly (the umask does not apply). At most `0777`. \
-                     Default `0600`: the user Terraform runs as. Changing it rewrites the file with the new mode.",
+                     Default `0600`: the user Terraform runs as. Changing it rewrites the file with the new mode. \
+                     On Windows, which has no Unix modes, it is kept in state but not applied (the folder's ACL \
+                     governs access).",
                 ))
                 .attribute(Attribute::string("directory_permission").default("0777").description(
                     "The mode of directories created for the file when they are missing (existing ones are left as \
                      they are), as `local_file` takes it; the umask applies, as for `mkdir`. Default `0777` (with the \
-                     usual umask 022: `0755`).",
+                     usual umask 022: `0755`). Not applied on Windows.",
                 )),
             )
             .items(0, 1),

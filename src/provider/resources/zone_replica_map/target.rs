@@ -391,7 +391,7 @@ async fn write_atomically(path: &Path, bytes: &[u8], modes: FileModes) -> std::i
         .map_err(std::io::Error::other)?
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 
