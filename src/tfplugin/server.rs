@@ -93,7 +93,12 @@ pub fn run<P: Provider>(provider: impl FnOnce() -> P, options: ServeOptions) -> 
         let router = router(provider(), shutdown.clone());
         let served = match identity {
             Some(identity) => {
-                let incoming = tls_incoming(listener, tokio_rustls::TlsAcceptor::from(identity.config));
+                // Built after the handshake line: Terraform dials while we finish.
+                let config = match identity.config() {
+                    Ok(config) => config,
+                    Err(e) => return exit_with(&format!("cannot set up TLS: {e}")),
+                };
+                let incoming = tls_incoming(listener, tokio_rustls::TlsAcceptor::from(config));
                 tokio::spawn(router.serve_with_incoming_shutdown(incoming, shutdown.clone().cancelled_owned()))
             }
             // TF_DISABLE_PLUGIN_TLS: Terraform speaks plaintext and passes no certificate.

@@ -14,12 +14,16 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixT
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, Error, ServerConfig, SignatureScheme};
 
-/// A generated server identity: the rustls config and the DER certificate for the handshake.
+/// A generated server identity: the DER certificate for the handshake line, and what the TLS
+/// configuration is built from after that line is out ([`ServerIdentity::config`]), so that
+/// Terraform learns our address as early as possible.
 pub(crate) struct ServerIdentity {
-    /// TLS 1.2/1.3 server config with ALPN `h2` and the pinned client verifier.
-    pub(crate) config: Arc<ServerConfig>,
     /// The server's leaf certificate (DER), printed base64 in the handshake line.
     pub(crate) certificate_der: Vec<u8>,
+    /// The certificate's private key (PKCS#8 DER).
+    key_der: Vec<u8>,
+    /// The client certificate Terraform passed (DER), the only one accepted.
+    expected: Vec<u8>,
 }
 
 /// Errors while setting up TLS.
@@ -36,36 +40,49 @@ pub(crate) enum TlsSetupError {
     Rustls(#[from] Error),
 }
 
-/// Builds the server identity that accepts only the client certificate in `client_cert_pem`.
+/// Generates the server identity that accepts only the client certificate in `client_cert_pem`.
 ///
 /// # Errors
 /// [`TlsSetupError`] when the PEM is unusable or the certificate cannot be generated.
 pub(crate) fn server_identity(client_cert_pem: &str) -> Result<ServerIdentity, TlsSetupError> {
     let expected = first_pem_certificate(client_cert_pem).ok_or(TlsSetupError::NoClientCertificate)?;
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+    // Ed25519: generating the key and signing the certificate take a few microseconds, where
+    // P-256 took most of the time before the handshake line; Terraform (Go's crypto/tls and
+    // x509) accepts Ed25519 server certificates under TLS 1.2 and 1.3.
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519)?;
     let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
     params.distinguished_name.push(rcgen::DnType::CommonName, "localhost");
     let cert = params.self_signed(&key)?;
-    let certificate_der = cert.der().to_vec();
-
-    let provider = Arc::new(aws_lc_rs::default_provider());
-    let verifier = PinnedClientCertificate {
-        expected,
-        algorithms: provider.signature_verification_algorithms,
-    };
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_client_cert_verifier(Arc::new(verifier))
-        .with_single_cert(
-            vec![CertificateDer::from(certificate_der.clone())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )?;
-    // grpc-go (Terraform >= 1.12) refuses servers that do not select h2.
-    config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(ServerIdentity {
-        config: Arc::new(config),
-        certificate_der,
+        certificate_der: cert.der().to_vec(),
+        key_der: key.serialize_der(),
+        expected,
     })
+}
+
+impl ServerIdentity {
+    /// The TLS 1.2/1.3 server configuration: this certificate, ALPN `h2`, and the verifier
+    /// pinned to Terraform's client certificate.
+    ///
+    /// # Errors
+    /// [`TlsSetupError::Rustls`] when rustls refuses the configuration.
+    pub(crate) fn config(self) -> Result<Arc<ServerConfig>, TlsSetupError> {
+        let provider = Arc::new(aws_lc_rs::default_provider());
+        let verifier = PinnedClientCertificate {
+            expected: self.expected,
+            algorithms: provider.signature_verification_algorithms,
+        };
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_client_cert_verifier(Arc::new(verifier))
+            .with_single_cert(
+                vec![CertificateDer::from(self.certificate_der)],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der)),
+            )?;
+        // grpc-go (Terraform >= 1.12) refuses servers that do not select h2.
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(Arc::new(config))
+    }
 }
 
 /// The DER bytes of the first `CERTIFICATE` block of a PEM text.
