@@ -50,15 +50,24 @@ fn fill(schema: &Schema, planned: &Value) -> Value {
         let value = match attribute.value_type() {
             Type::String if attribute.name == "output" => Value::string("o".repeat(1000)),
             Type::String => Value::string(format!("{}-of-the-floor-resource", attribute.name)),
-            Type::Map(_) => Value::Map([("ap-northeast-1a".to_string(), Value::string("node-1.example:6379"))].into()),
-            Type::List(_) => Value::List(Vec::new()),
-            Type::Set(_) => Value::Set(Vec::new()),
-            Type::Bool => Value::Bool(false),
-            _ => Value::Null,
+            other => sample(&other),
         };
         state.set(&attribute.name, value);
     }
     state
+}
+
+/// A value of `ty`: maps hold one AZ's entry of their element type (a map of strings, or of
+/// lists as `replicas`), lists and sets are empty.
+fn sample(ty: &Type) -> Value {
+    match ty {
+        Type::String => Value::string("node-1.example:6379"),
+        Type::Map(element) => Value::Map([("ap-northeast-1a".to_string(), sample(element))].into()),
+        Type::List(_) => Value::List(Vec::new()),
+        Type::Set(_) => Value::Set(Vec::new()),
+        Type::Bool => Value::Bool(false),
+        _ => Value::Null,
+    }
 }
 
 #[async_trait]
