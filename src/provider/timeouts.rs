@@ -123,7 +123,7 @@ pub const MAX: Duration = Duration::from_secs(24 * 3600);
 pub fn block(ops: &[Operation], defaults: Defaults, what: &str) -> NestedBlock {
     let attribute = |op: Operation| {
         Attribute::string(op.name()).optional().description(&format!(
-            "How long a {} may take, as a duration such as `\"30s\"`, `\"10m\"` or `\"1h30m\"` (at most 24h). \
+            "How long one {} may take, as a duration such as `\"30s\"`, `\"10m\"` or `\"1h30m\"` (at most 24h). \
              Default `{}`.",
             op.name(),
             shown(defaults.of(op))
