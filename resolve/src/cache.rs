@@ -3,7 +3,8 @@
 //! longer; replicas found unhealthy, each until its mark expires. One small JSON file per
 //! entry in a directory of mode 0700, files of mode 0600 written atomically (temp + rename).
 //! An entry that is corrupt, not ours, or writable by others is ignored and rewritten; a
-//! directory that is not ours is not used at all. (On Windows, where there are no modes or
+//! directory that another user could swap (checked from the root down, [`crate::trusted`]) is
+//! not used at all, and entries are read and written through the open directory handle. (On Windows, where there are no modes or
 //! uids, the default directory is under the user's own temporary folder, protected by its
 //! ACL, and only the regular-file and size checks apply.)
 
@@ -15,45 +16,34 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use crate::detect::ZoneSource;
 use crate::zone::Zone;
 
-/// The cache directory when none is given: `$XDG_RUNTIME_DIR/locality`, else
-/// `<temp dir>/locality-<uid>`.
+/// The directory for this process's state when none is given, first that applies:
+/// `$RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`; the first when it lists several),
+/// `$XDG_RUNTIME_DIR/locality`, `/run/locality` when running as root, else
+/// `<temp dir>/locality-<uid>` (checked from the root down before use: see [`crate::trusted`]).
 pub fn default_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir).join("locality"),
-        None => std::env::temp_dir().join(format!("locality-{}", private::user())),
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dirs) = set("RUNTIME_DIRECTORY") {
+        if let Some(first) = std::env::split_paths(&dirs).find(|p| p.is_absolute()) {
+            return first;
+        }
     }
+    if let Some(dir) = set("XDG_RUNTIME_DIR") {
+        return PathBuf::from(dir).join("locality");
+    }
+    #[cfg(unix)]
+    if crate::trusted::is_root() {
+        return PathBuf::from("/run/locality");
+    }
+    std::env::temp_dir().join(format!("locality-{}", private::user()))
 }
 
-/// What "ours, and closed to others" means on this platform.
+/// Unix: the user's number names the temporary directory; ownership and modes are checked by
+/// [`crate::trusted`].
 #[cfg(unix)]
 mod private {
-    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
-
     /// This user, as a directory name's suffix.
     pub(super) fn user() -> u32 {
-        rustix::process::geteuid().as_raw()
-    }
-
-    /// Creates `dir` (and its parents) with mode 0700.
-    pub(super) fn create_dir(dir: &std::path::Path) -> std::io::Result<()> {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-    }
-
-    /// A directory of this user, closed to group and others.
-    pub(super) fn dir_is_ours(m: &std::fs::Metadata) -> bool {
-        m.is_dir() && m.uid() == user() && m.permissions().mode() & 0o077 == 0
-    }
-
-    /// A regular file of this user that nobody else may write.
-    pub(super) fn file_is_ours(m: &std::fs::Metadata) -> bool {
-        m.is_file() && m.uid() == user() && m.permissions().mode() & 0o022 == 0
-    }
-
-    /// Options creating a new file of mode 0600.
-    pub(super) fn new_file() -> std::fs::OpenOptions {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true).mode(0o600);
-        options
+        crate::trusted::euid()
     }
 }
 
@@ -89,12 +79,13 @@ mod private {
     }
 }
 
-/// Writes `bytes` to `path` readable by this user only (mode 600), through a temporary file in
+/// Writes `bytes` to `path` readable by this user only (Windows: the user's folder's ACL), through a temporary file in
 /// the same directory and a rename: a reader sees the old contents or the new, never a part.
 ///
 /// # Errors
 /// The file cannot be written or renamed.
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+#[cfg(not(unix))]
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -142,55 +133,90 @@ struct UnhealthyEntry {
 }
 
 /// The cache in one directory.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Cache {
-    dir: PathBuf,
-    usable: bool,
+    store: Result<Store, String>,
+}
+
+/// Where entries live: on Unix a directory checked from the root down and held open (see
+/// [`crate::trusted`]); elsewhere the directory's path.
+#[cfg(unix)]
+type Store = crate::trusted::TrustedDir;
+
+#[cfg(not(unix))]
+#[derive(Debug)]
+struct Store(PathBuf);
+
+#[cfg(not(unix))]
+impl Store {
+    fn read(&self, name: &str, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+        let path = self.0.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return Ok(None);
+        };
+        if !private::file_is_ours(&meta) || meta.len() > limit {
+            self.remove(name);
+            return Ok(None);
+        }
+        std::fs::read(&path).map(Some)
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        write_private(&self.0.join(name), bytes)
+    }
+
+    fn remove(&self, name: &str) {
+        let _ = std::fs::remove_file(self.0.join(name));
+    }
 }
 
 impl Cache {
-    /// Opens (and creates, mode 0700) the directory. A directory owned by someone else, or open
-    /// to others (group or world bits), is not used: nothing is read from or written to it.
+    /// Opens (and creates, mode 0700) the directory. A directory that another user could
+    /// swap (any directory on the way owned by someone other than root or this user, or
+    /// writable by group or others without being sticky), or that is open to others itself,
+    /// is not used: nothing is read from or written to it. Nothing existing is chmod-ed
+    /// (`--cache-dir /tmp` run as root must not close /tmp).
     pub fn open(dir: &Path) -> Cache {
-        let _ = private::create_dir(dir);
-        // An existing directory is never chmod-ed (`--cache-dir /tmp` run as root must not
-        // close /tmp): one open to others is simply not used.
-        let usable = std::fs::symlink_metadata(dir).is_ok_and(|m| private::dir_is_ours(&m));
-        Cache {
-            dir: dir.to_path_buf(),
-            usable,
-        }
+        #[cfg(unix)]
+        let store = crate::trusted::TrustedDir::open(dir, true);
+        #[cfg(not(unix))]
+        let store = {
+            let _ = private::create_dir(dir);
+            if std::fs::symlink_metadata(dir).is_ok_and(|m| private::dir_is_ours(&m)) {
+                Ok(Store(dir.to_path_buf()))
+            } else {
+                Err(format!("{} is not a directory of this user's", dir.display()))
+            }
+        };
+        Cache { store }
     }
 
     /// Whether entries are read and written.
     pub fn usable(&self) -> bool {
-        self.usable
+        self.store.is_ok()
+    }
+
+    /// Why the directory is not used, when it is not.
+    pub fn problem(&self) -> Option<&str> {
+        self.store.as_ref().err().map(String::as_str)
     }
 
     fn read<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
-        if !self.usable {
-            return None;
-        }
-        let path = self.dir.join(name);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        let ours = private::file_is_ours(&meta);
-        if !ours || meta.len() > 64 * 1024 {
-            // Not ours, or not a plain file: gone, so the next write is ours.
-            let _ = std::fs::remove_file(&path);
-            return None;
-        }
-        let text = std::fs::read_to_string(&path).ok()?;
-        serde_json::from_str(&text).ok()
+        let bytes = self.store.as_ref().ok()?.read(name, 64 * 1024).ok()??;
+        serde_json::from_slice(&bytes).ok()
     }
 
     fn write<T: Serialize>(&self, name: &str, value: &T) {
-        if !self.usable {
-            return;
-        }
-        let Ok(text) = serde_json::to_string(value) else {
+        let (Ok(store), Ok(text)) = (&self.store, serde_json::to_string(value)) else {
             return;
         };
-        let _ = write_private(&self.dir.join(name), text.as_bytes());
+        let _ = store.write(name, text.as_bytes());
+    }
+
+    fn remove(&self, name: &str) {
+        if let Ok(store) = &self.store {
+            store.remove(name);
+        }
     }
 
     /// The zone detected earlier, if any.
@@ -202,7 +228,7 @@ impl Cache {
     /// Keeps a detected zone for good (and forgets a cached failure).
     pub fn store_zone(&self, entry: &ZoneEntry) {
         self.write("zone.json", entry);
-        let _ = std::fs::remove_file(self.dir.join("failure.json"));
+        self.remove("failure.json");
     }
 
     /// A failed detection still within its TTL: the stored TTL and `ttl`, whichever is
@@ -212,7 +238,7 @@ impl Cache {
         let now = now();
         let live = entry.at <= now && now < entry.at.saturating_add(entry.ttl.min(ttl.as_secs()));
         if !live {
-            let _ = std::fs::remove_file(self.dir.join("failure.json"));
+            self.remove("failure.json");
         }
         live.then_some(entry)
     }

@@ -54,8 +54,33 @@ impl Probe {
 ///
 /// # Errors
 /// A short phrase: `connection refused`, `no answer within 300 ms`, ...
-pub fn ping(endpoint: &str, timeout: Duration, tls: bool) -> Result<(), String> {
+pub fn ping(endpoint: &str, timeout: Duration, tls: Option<Tls<'_>>) -> Result<(), String> {
     probe(endpoint, timeout, tls).map(|_| ())
+}
+
+/// TLS for a check: the name to verify an endpoint given as an IP address against (the
+/// endpoint's own host name always wins).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tls<'a> {
+    /// `--tls-server-name`: the name the certificates of IP-address endpoints carry.
+    pub server_name: Option<&'a str>,
+}
+
+/// The name the certificate of `endpoint` must carry: its host name, or for an IP address the
+/// name given. The sidecar's HAProxy checks the same name.
+///
+/// # Errors
+/// An IP address and no name given: there is nothing to verify the certificate against.
+pub fn tls_server_name(endpoint: &str, given: Option<&str>) -> Result<String, String> {
+    let (host, _) = crate::split_endpoint(endpoint);
+    if host.parse::<std::net::IpAddr>().is_err() {
+        return Ok(host.to_string());
+    }
+    given.map(str::to_string).ok_or_else(|| {
+        format!(
+            "TLS to {endpoint}: an IP address gives no name to verify the certificate against; pass --tls-server-name NAME (or set LOCALITY_TLS_SERVER_NAME) with the name the nodes' certificates carry"
+        )
+    })
 }
 
 /// Pings `endpoint` and asks it for its zone, all within `timeout`; `Err` says why it is not
@@ -64,7 +89,11 @@ pub fn ping(endpoint: &str, timeout: Duration, tls: bool) -> Result<(), String> 
 ///
 /// # Errors
 /// A short phrase: `connection refused`, `no answer within 300 ms`, ...
-pub fn probe(endpoint: &str, timeout: Duration, tls: bool) -> Result<Probe, String> {
+pub fn probe(endpoint: &str, timeout: Duration, tls: Option<Tls<'_>>) -> Result<Probe, String> {
+    let tls = match tls {
+        Some(tls) => Some(tls_server_name(endpoint, tls.server_name)?),
+        None => None,
+    };
     let (tx, rx) = mpsc::channel();
     let target = endpoint.to_string();
     let started = Instant::now();
@@ -90,7 +119,7 @@ pub fn probe(endpoint: &str, timeout: Duration, tls: bool) -> Result<Probe, Stri
 /// Sends `Ok(None)` once the node answered the PING, then `Ok(Some(probe))`; or one `Err`.
 type Report = mpsc::Sender<Result<Option<Probe>, String>>;
 
-fn probe_blocking(endpoint: &str, timeout: Duration, tls: bool, report: &Report) {
+fn probe_blocking(endpoint: &str, timeout: Duration, tls: Option<String>, report: &Report) {
     let stream = match connect(endpoint, timeout) {
         Ok(stream) => stream,
         Err(problem) => {
@@ -98,8 +127,8 @@ fn probe_blocking(endpoint: &str, timeout: Duration, tls: bool, report: &Report)
             return;
         }
     };
-    if tls {
-        match tls_connect(endpoint, stream) {
+    if let Some(name) = tls {
+        match tls_connect(&name, stream) {
             Ok(mut tls_stream) => converse(&mut tls_stream, timeout, "TLS: ", report),
             Err(problem) => {
                 let _ = report.send(Err(problem));
@@ -208,12 +237,11 @@ fn read_line(stream: &mut impl Read, line: &mut Vec<u8>, limit: usize) -> std::i
 
 #[cfg(feature = "tls")]
 fn tls_connect(
-    endpoint: &str,
+    name: &str,
     stream: TcpStream,
 ) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, String> {
     use std::sync::Arc;
-    let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h);
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let host = name.to_string();
     let mut roots = rustls::RootCertStore::empty();
     let found = rustls_native_certs::load_native_certs();
     for cert in found.certs {
@@ -239,7 +267,7 @@ fn tls_connect(
 }
 
 #[cfg(not(feature = "tls"))]
-fn tls_connect(_endpoint: &str, _stream: TcpStream) -> Result<TcpStream, String> {
+fn tls_connect(_name: &str, _stream: TcpStream) -> Result<TcpStream, String> {
     Err("this build has no TLS (the `tls` feature of locality-resolve)".into())
 }
 
@@ -260,19 +288,19 @@ mod tests {
                 let _ = s.write_all(b"-NOAUTH Authentication required.\r\n");
             }
         });
-        assert_eq!(ping(&addr.to_string(), Duration::from_millis(500), false), Ok(()));
+        assert_eq!(ping(&addr.to_string(), Duration::from_millis(500), None), Ok(()));
         // A listener that accepts and never answers.
         let silent = TcpListener::bind("127.0.0.1:0").unwrap();
         let silent_addr = silent.local_addr().unwrap();
         let started = Instant::now();
-        let err = ping(&silent_addr.to_string(), Duration::from_millis(200), false).unwrap_err();
+        let err = ping(&silent_addr.to_string(), Duration::from_millis(200), None).unwrap_err();
         assert!(err.contains("200 ms"), "{err}");
         assert!(started.elapsed() < Duration::from_millis(600));
         drop(silent);
         // Nothing listening.
         let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
         assert_eq!(
-            ping(&closed.to_string(), Duration::from_millis(200), false),
+            ping(&closed.to_string(), Duration::from_millis(200), None),
             Err("connection refused".into())
         );
     }
@@ -300,7 +328,7 @@ mod tests {
     #[test]
     fn the_zone_a_node_reports_is_read_and_judged() {
         let addr = zone_reporting_node("ap-northeast-1c");
-        let answer = probe(&addr.to_string(), Duration::from_millis(500), false).unwrap();
+        let answer = probe(&addr.to_string(), Duration::from_millis(500), None).unwrap();
         assert_eq!(answer.availability_zone.as_deref(), Some("ap-northeast-1c"));
         let client = Zone::parse("ap-northeast-1a").unwrap();
         let reason = answer.zone_mismatch(&client).unwrap();
@@ -331,7 +359,7 @@ mod tests {
             std::thread::sleep(Duration::from_secs(2));
         });
         assert_eq!(
-            probe(&quiet.to_string(), Duration::from_millis(300), false),
+            probe(&quiet.to_string(), Duration::from_millis(300), None),
             Ok(Probe::default())
         );
     }

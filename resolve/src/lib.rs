@@ -33,6 +33,9 @@ pub mod document;
 #[cfg(unix)]
 pub mod sidecar;
 pub mod source;
+// Directories and files no other local user can swap (owners and modes from the root down).
+#[cfg(unix)]
+pub mod trusted;
 pub mod zone;
 
 use std::path::PathBuf;
@@ -52,6 +55,9 @@ pub struct Options {
     pub zone_flag: Option<Zone>,
     /// The zone from `LOCALITY_ZONE`.
     pub zone_env: Option<Zone>,
+    /// Why `LOCALITY_ZONE` is set but cannot be used (neither an AZ name nor an AZ ID): a
+    /// failure path like a detection that failed, ending at the fallback.
+    pub zone_env_problem: Option<String>,
     /// The metadata services.
     pub metadata: MetadataEnv,
     /// Detection time limits.
@@ -67,6 +73,9 @@ pub struct Options {
     pub check_timeout: Duration,
     /// TLS for the check.
     pub tls: bool,
+    /// With TLS, the name the certificates of endpoints given as IP addresses carry (an
+    /// endpoint's host name is always checked against its own name).
+    pub tls_server_name: Option<String>,
     /// How long a node that failed the check is avoided.
     pub unhealthy_ttl: Duration,
     /// The endpoint when the map cannot be read.
@@ -86,6 +95,7 @@ impl Options {
             map,
             zone_flag: None,
             zone_env: std::env::var("LOCALITY_ZONE").ok().and_then(|z| Zone::parse(&z)),
+            zone_env_problem: std::env::var("LOCALITY_ZONE").ok().and_then(|z| zone_env_problem(&z)),
             metadata: MetadataEnv::from_env(),
             budget: Budget::default(),
             cache_dir: Some(cache::default_dir()),
@@ -93,12 +103,33 @@ impl Options {
             check: false,
             check_timeout: Duration::from_millis(300),
             tls: false,
+            tls_server_name: None,
             unhealthy_ttl: Duration::from_secs(60),
             fallback: None,
             map_timeout: Duration::from_secs(5),
             host_key: host_name(),
         }
     }
+}
+
+/// Why a `LOCALITY_ZONE` value cannot be used, or `None` when it can (or is empty: not set).
+pub fn zone_env_problem(value: &str) -> Option<String> {
+    let value = value.trim();
+    if value.is_empty() || Zone::parse(value).is_some() {
+        return None;
+    }
+    let shown: String = value.chars().take(64).collect();
+    Some(format!(
+        "LOCALITY_ZONE={:?} is neither an AZ name (ap-northeast-1a) nor an AZ ID (apne1-az4)",
+        shown
+    ))
+}
+
+/// TLS for the check, as the options ask for it.
+pub(crate) fn check_tls(options: &Options) -> Option<check::Tls<'_>> {
+    options.tls.then(|| check::Tls {
+        server_name: options.tls_server_name.as_deref(),
+    })
 }
 
 /// This host's name (`/proc/sys/kernel/hostname`, else `HOSTNAME`).
@@ -186,12 +217,13 @@ pub fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
-/// The map, read from its source within `options.map_timeout` and parsed; `Err` says why not.
-pub(crate) fn read_map(options: &Options) -> Result<ReplicaMap, String> {
-    options
-        .map
-        .read(options.map_timeout)
-        .and_then(|text| ReplicaMap::parse(&text).map_err(|e| e.to_string()))
+/// The map, read from its source within `options.map_timeout` and parsed, with warnings from
+/// the way (a map file others could write); `Err` says why not.
+pub(crate) fn read_map(options: &Options) -> Result<(ReplicaMap, Vec<String>), String> {
+    let (text, notes) = options.map.read_noting(options.map_timeout)?;
+    ReplicaMap::parse(&text)
+        .map(|map| (map, notes))
+        .map_err(|e| e.to_string())
 }
 
 /// No endpoint at all: the map could not be read and no fallback was given.
@@ -209,9 +241,9 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
     let (zone, source, zone_failure, requests) = find_zone(options);
     let mut notes = Vec::new();
     let cache = options.cache_dir.as_deref().map(cache::Cache::open);
-    if let (Some(dir), Some(false)) = (&options.cache_dir, cache.as_ref().map(cache::Cache::usable)) {
+    if let (Some(dir), Some(problem)) = (&options.cache_dir, cache.as_ref().and_then(cache::Cache::problem)) {
         notes.push(format!(
-            "the cache directory {} is not used (it must be a directory of this user's, closed to others); every run detects anew",
+            "the cache directory {} is not used ({problem}; it must be a directory of this user's, closed to others, below directories only root or this user can change); every run detects anew",
             dir.display()
         ));
     }
@@ -226,12 +258,17 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         notes,
     };
     let map = match map {
-        Ok(map) => map,
+        Ok((map, warnings)) => {
+            notes.extend(warnings);
+            map
+        }
         Err(problem) => {
             let reason = format!("the map could not be read: {problem}");
             return match &options.fallback {
                 Some(endpoint) => Ok(fallback_route(endpoint.clone(), reason, notes)),
-                None => Err(Unresolvable(format!("{reason}, and no --fallback was given"))),
+                None => Err(Unresolvable(format!(
+                    "{reason}, and no fallback was given (--fallback or LOCALITY_FALLBACK)"
+                ))),
             };
         }
     };
@@ -266,7 +303,7 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         // zone with one dead replica of two still reads in the zone.
         let mut failures = Vec::new();
         let alive = healthy.iter().find(|endpoint| {
-            match check::probe(endpoint, options.check_timeout, options.tls)
+            match check::probe(endpoint, options.check_timeout, check_tls(options))
                 .and_then(|answer| answer.zone_mismatch(&zone_known).map_or(Ok(()), Err))
             {
                 Ok(()) => true,
@@ -334,6 +371,9 @@ pub(crate) fn find_zone(options: &Options) -> (Option<Zone>, Option<ZoneSource>,
     }
     if let Some(zone) = &options.zone_env {
         return (Some(zone.clone()), Some(ZoneSource::Env), None, 0);
+    }
+    if let Some(problem) = &options.zone_env_problem {
+        return (None, None, Some(problem.clone()), 0);
     }
     let cache = options.cache_dir.as_deref().map(cache::Cache::open);
     if let Some(cache) = &cache {

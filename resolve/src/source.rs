@@ -84,10 +84,22 @@ impl MapSource {
     /// # Errors
     /// One sentence: what could not be read and why.
     pub fn read(&self, timeout: Duration) -> Result<String, String> {
+        self.read_noting(timeout).map(|(text, _)| text)
+    }
+
+    /// [`MapSource::read`], and what is worth a warning on the way: a map file that another
+    /// user could have written (owned by someone other than root or this user, or writable by
+    /// others) is named in a warning; a process running as root does not read it at all.
+    ///
+    /// # Errors
+    /// As [`MapSource::read`].
+    pub fn read_noting(&self, timeout: Duration) -> Result<(String, Vec<String>), String> {
         match self {
             MapSource::File(path) => read_file(path),
             #[cfg(feature = "aws")]
-            MapSource::Ssm(_) | MapSource::SecretsManager { .. } => aws::read(self, timeout),
+            MapSource::Ssm(_) | MapSource::SecretsManager { .. } => {
+                aws::read(self, timeout).map(|text| (text, Vec::new()))
+            }
             #[cfg(not(feature = "aws"))]
             _ => {
                 let _ = timeout;
@@ -100,16 +112,43 @@ impl MapSource {
     }
 }
 
-fn read_file(path: &std::path::Path) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{} cannot be read ({})", path.display(), e.kind()))?;
+/// An I/O error as a reader of a message expects it: "no such file", "permission denied".
+fn io_problem(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".into(),
+        std::io::ErrorKind::InvalidData => "it is not UTF-8 text".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>), String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("{} cannot be read ({})", path.display(), io_problem(&e)))?;
+    let mut notes = Vec::new();
+    #[cfg(unix)]
+    if let Some(problem) = crate::trusted::untrusted_file(&file, path) {
+        if crate::trusted::is_root() {
+            return Err(format!(
+                "{problem}: running as root, the map is read only from a file owned by root or this user that others cannot write"
+            ));
+        }
+        notes.push(format!(
+            "{problem}: another user could change where reads go (make it owned by root or this user, not writable by others)"
+        ));
+    }
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(format!("{} cannot be read (it is a directory)", path.display()));
+    }
     let mut text = String::new();
     file.take(MAX_MAP_BYTES as u64 + 1)
         .read_to_string(&mut text)
-        .map_err(|e| format!("{} cannot be read ({})", path.display(), e.kind()))?;
+        .map_err(|e| format!("{} cannot be read ({})", path.display(), io_problem(&e)))?;
     if text.len() > MAX_MAP_BYTES {
         return Err(format!("{} is larger than {MAX_MAP_BYTES} bytes", path.display()));
     }
-    Ok(text)
+    Ok((text, notes))
 }
 
 /// The map under `key` of a JSON secret: an object (what the provider writes) or a string

@@ -113,8 +113,10 @@ struct MapArgs {
     /// Total time for zone detection, e.g. 1s or 500ms.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     timeout: std::time::Duration,
-    /// Where detections, failures and unhealthy marks are cached (default:
-    /// $XDG_RUNTIME_DIR/locality, else a per-user directory in the temp dir).
+    /// Where detections, failures and unhealthy marks are cached (default: $RUNTIME_DIRECTORY,
+    /// else $XDG_RUNTIME_DIR/locality, else /run/locality as root, else <temp dir>/locality-<uid>).
+    /// Used only when every directory from / down to it is owned by root or this user and not
+    /// writable by others (sticky ones such as /tmp excepted); nothing existing is changed.
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
     /// How long a failed detection is cached (seconds); never longer.
@@ -124,9 +126,14 @@ struct MapArgs {
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     check_timeout: std::time::Duration,
     /// TLS to the nodes (ElastiCache in-transit encryption), trusting the system's CAs and
-    /// those of the PEM file named by LOCALITY_TLS_CA_FILE.
+    /// those of the PEM file named by LOCALITY_TLS_CA_FILE; each node's certificate must carry
+    /// its host name (or, for an IP address, --tls-server-name).
     #[arg(long)]
     tls: bool,
+    /// With --tls, the name the certificates of nodes given as IP addresses must carry
+    /// (default: LOCALITY_TLS_SERVER_NAME). Without it, TLS to an IP address is refused.
+    #[arg(long, value_name = "NAME", value_parser = parse_server_name)]
+    tls_server_name: Option<String>,
     /// The endpoint (host:port, the reader endpoint) to use when the map cannot be read
     /// (missing, unreadable, not a map); an orchestrator can inject it as LOCALITY_FALLBACK.
     #[arg(long, value_name = "HOST:PORT", value_parser = parse_endpoint)]
@@ -165,15 +172,22 @@ struct SidecarArgs {
     #[arg(long, value_name = "PATH", default_value = "haproxy")]
     haproxy: PathBuf,
     /// HAProxy's statistics over HTTP (/stats, /stats;csv, /metrics for Prometheus), or "off".
+    /// Unauthenticated and read-only: keep it on loopback (the default) or a private network.
     #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8404", value_parser = parse_stats)]
     stats: Stats,
     /// A nameserver for the nodes' host names (repeatable); default: /etc/resolv.conf's.
     #[arg(long, value_name = "IP:PORT")]
     nameserver: Vec<std::net::SocketAddr>,
     /// Where the configuration and HAProxy's runtime API socket live (default:
-    /// <cache dir>/sidecar-<listen port>).
+    /// <cache dir>/sidecar-<listen port>). Created (mode 0700) when missing; an existing one
+    /// is never changed and must be this user's, not writable by group or others, below
+    /// directories only root or this user can change.
     #[arg(long, value_name = "DIR")]
     run_dir: Option<PathBuf>,
+    /// When the sidecar runs as root: the user HAProxy's workers run as, USER or USER:GROUP
+    /// (names or numbers; default nobody, with its primary group). Root is refused.
+    #[arg(long, value_name = "USER[:GROUP]")]
+    haproxy_user: Option<String>,
     /// Print the HAProxy configuration and exit (for those who run HAProxy themselves).
     #[arg(long)]
     print_config: bool,
@@ -213,6 +227,30 @@ fn parse_duration(value: &str) -> Result<std::time::Duration, String> {
     humantime::parse_duration(value).map_err(|e| format!("{value:?}: {e} (e.g. 1s, 300ms)"))
 }
 
+fn parse_server_name(value: &str) -> Result<String, String> {
+    let name = value.strip_suffix('.').unwrap_or(value);
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.parse::<std::net::IpAddr>().is_err()
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'*')
+        });
+    if ok {
+        Ok(value.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "{:?} is not a DNS name; give the name the nodes' certificates carry, e.g. \"replicas.example.cache.amazonaws.com\"",
+            value.chars().take(80).collect::<String>()
+        ))
+    }
+}
+
 fn parse_endpoint(value: &str) -> Result<String, String> {
     locality_resolve::zone::check_endpoint(value).map(|()| value.to_string())
 }
@@ -226,12 +264,18 @@ fn base_options(args: MapArgs) -> Result<locality_resolve::Options, ExitCode> {
     };
     let map = locality_resolve::MapSource::parse(&args.map).map_err(|e| usage("--map", &e))?;
     let mut options = locality_resolve::Options::new(map);
-    // The library ignores an unusable LOCALITY_ZONE; for the CLI it is a usage error, like
-    // --zone. A --zone given wins: the environment is not even read then.
+    // A --zone given wins: the environment is not even read then.
     options.zone_env = None;
+    options.zone_env_problem = None;
     if let (None, Ok(value)) = (&args.zone, std::env::var("LOCALITY_ZONE")) {
         if !value.trim().is_empty() {
-            options.zone_env = Some(parse_zone(&value).map_err(|e| usage("LOCALITY_ZONE", &e))?);
+            match parse_zone(value.trim()) {
+                Ok(zone) => options.zone_env = Some(zone),
+                // An unusable LOCALITY_ZONE is a failure path like a failed detection (the
+                // reader endpoint, one line on stderr) when a fallback is given; without one,
+                // a usage error, like --zone.
+                Err(_) => options.zone_env_problem = locality_resolve::zone_env_problem(&value),
+            }
         }
     }
     options.zone_flag = args.zone;
@@ -243,6 +287,15 @@ fn base_options(args: MapArgs) -> Result<locality_resolve::Options, ExitCode> {
     options.failure_ttl = std::time::Duration::from_secs(args.failure_ttl);
     options.check_timeout = args.check_timeout;
     options.tls = args.tls;
+    options.tls_server_name = match args.tls_server_name {
+        Some(name) => Some(name),
+        None => match std::env::var("LOCALITY_TLS_SERVER_NAME") {
+            Ok(value) if !value.trim().is_empty() => {
+                Some(parse_server_name(value.trim()).map_err(|e| usage("LOCALITY_TLS_SERVER_NAME", &e))?)
+            }
+            _ => None,
+        },
+    };
     options.fallback = args.fallback;
     // LOCALITY_FALLBACK is --fallback from the environment; the flag wins, and an empty value
     // (an orchestrator's unset template variable) counts as not given.
@@ -252,6 +305,14 @@ fn base_options(args: MapArgs) -> Result<locality_resolve::Options, ExitCode> {
                 options.fallback = Some(parse_endpoint(value.trim()).map_err(|e| usage("LOCALITY_FALLBACK", &e))?);
             }
         }
+    }
+    if let (Some(problem), None) = (&options.zone_env_problem, &options.fallback) {
+        return Err(usage(
+            "LOCALITY_ZONE",
+            &format!(
+                "{problem} (with --fallback or LOCALITY_FALLBACK given, the reader endpoint would be used instead)"
+            ),
+        ));
     }
     Ok(options)
 }
@@ -300,9 +361,8 @@ fn sidecar(args: SidecarArgs) -> ExitCode {
     options.haproxy = args.haproxy;
     options.stats = args.stats.0;
     options.nameservers = args.nameserver;
-    options.run_dir = args
-        .run_dir
-        .unwrap_or_else(|| locality_resolve::sidecar::default_run_dir(args.listen));
+    options.run_dir = args.run_dir;
+    options.haproxy_user = args.haproxy_user;
     ExitCode::from(locality_resolve::sidecar::run(
         &options,
         args.print_config,

@@ -13,16 +13,26 @@
 //! - sessions still open on a replica that was marked down (a hung node, not a dead one) are
 //!   closed by the sidecar itself (`shutdown sessions server`; HAProxy's `on-marked-down
 //!   shutdown-sessions` would also cut the connect being retried);
+//! - `noreuseport`: no second HAProxy can ever bind the same port beside this one;
+//! - started as root, `uid`/`gid` run the workers as an unprivileged user;
+//! - every file is named relative to the run directory HAProxy starts in;
+//! - nothing read from the network or the map reaches the text but values that were parsed
+//!   and checked (addresses, ports, host names, zones); comments carry no remote text;
 //! - host names go through a `resolvers` section (the system's nameservers, or `--nameserver`)
 //!   and are followed when their addresses change; `init-addr` lets HAProxy start before a name
 //!   resolves.
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::time::Duration;
 
+use super::process::HaproxyUser;
 use super::Layout;
+
+/// The runtime API socket's name in the run directory (`level admin`, mode 600, the sidecar's).
+pub const SOCKET: &str = "haproxy.sock";
+/// The configuration's name in the run directory.
+pub const CONFIG: &str = "haproxy.cfg";
 
 /// The backend every name below refers to (the runtime API addresses servers as
 /// `locality_replica/zone1`).
@@ -42,15 +52,19 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// HAProxy's statistics over HTTP (`/stats`, `/stats;csv`, `/metrics`); `None`: only the socket.
     pub stats: Option<SocketAddr>,
-    /// The runtime API socket (`level admin`, mode 600).
-    pub socket: PathBuf,
-    /// TLS to the nodes, verified against this CA file (`@system-ca`: the system's CAs).
+    /// TLS to the nodes, verified against this CA file (`@system-ca`: the system's CAs; else a
+    /// file name in the run directory).
     pub tls_ca_file: Option<String>,
+    /// With TLS, the name an endpoint given as an IP address must carry (`--tls-server-name`).
+    pub tls_server_name: Option<String>,
+    /// Who the workers run as (`uid`/`gid`), when the sidecar runs as root.
+    pub user: Option<HaproxyUser>,
     /// Nameservers for host names; empty: the system's (`/etc/resolv.conf`).
     pub nameservers: Vec<SocketAddr>,
     /// Connect and check timeout (also HAProxy's pause before retrying a refused connect).
     pub check_timeout: Duration,
-    /// Lines for the comment at the top (where the layout came from).
+    /// Lines for the comment at the top (where the layout came from); anything but printable
+    /// ASCII is written as `?`, so a line can never end the comment.
     pub comments: Vec<String>,
 }
 
@@ -86,15 +100,29 @@ pub fn render(layout: &Layout, settings: &Settings) -> String {
     let mut out = String::new();
     let timeout = milliseconds(settings.check_timeout);
     for line in &settings.comments {
-        let _ = writeln!(out, "# {line}");
+        let _ = writeln!(out, "# {}", comment_text(line));
     }
     let _ = writeln!(
         out,
         "global
-  stats socket {} mode 600 level admin
+  stats socket unix@{SOCKET} mode 600 level admin
+  # No second HAProxy can bind the listener beside this one.
+  noreuseport
   # Health checks of several servers do not start in the same instant.
-  spread-checks 5
-
+  spread-checks 5"
+    );
+    if let Some(user) = &settings.user {
+        let _ = writeln!(
+            out,
+            "  # The workers run as {} (the master and the admin socket stay the sidecar's).\n  uid {}\n  gid {}",
+            comment_text(&user.name),
+            user.uid,
+            user.gid
+        );
+    }
+    let _ = writeln!(
+        out,
+        "
 defaults
   mode tcp
   timeout connect {timeout}ms
@@ -104,8 +132,7 @@ defaults
   timeout server 24h
   retries 3
   option redispatch 1
-",
-        settings.socket.display()
+"
     );
     let resolvers = needs_resolvers(layout, settings);
     if resolvers {
@@ -197,11 +224,23 @@ fn server_address(endpoint: &str) -> String {
     haproxy_address(host, port)
 }
 
-/// With TLS and a host name: SNI and the name the certificate must carry.
+/// Printable ASCII only: anything else (a newline above all) becomes `?`.
+pub fn comment_text(text: &str) -> String {
+    text.chars()
+        .take(200)
+        .map(|c| if c == ' ' || c.is_ascii_graphic() { c } else { '?' })
+        .collect()
+}
+
+/// With TLS: SNI and the name the certificate must carry — the endpoint's host name, or for an
+/// IP address the name given (`--tls-server-name`; the plan refuses an IP address without one).
 fn tls_names(endpoint: &str, settings: &Settings) -> String {
-    let (host, _) = split(endpoint);
-    if settings.tls_ca_file.is_none() || is_ip(endpoint) {
+    if settings.tls_ca_file.is_none() {
         return String::new();
     }
-    format!(" sni str({host}) check-sni {host} verifyhost {host}")
+    match crate::check::tls_server_name(endpoint, settings.tls_server_name.as_deref()) {
+        Ok(name) => format!(" sni str({name}) check-sni {name} verifyhost {name}"),
+        // Not reached (the plan refuses it first); without a name HAProxy must not connect.
+        Err(_) => " disabled".to_string(),
+    }
 }

@@ -7,23 +7,35 @@
 //! by a graceful reload (open sessions finish on the old worker). We generate and steer HAProxy;
 //! we do not proxy.
 //!
-//! The data plane confirms the map: a replica that reports (Valkey 8+, `INFO server`) an
-//! availability zone other than this client's is left out, with a reason naming both.
+//! The data plane confirms the map: the zone's replicas are probed concurrently within one
+//! deadline (the check timeout); a replica that reports (Valkey 8+, `INFO server`) an
+//! availability zone other than this client's is left out, with a reason naming both, and one
+//! that does not answer is not added until it does (one already serving stays: HAProxy's
+//! health checks own it). Until then reads go to the reader.
+//!
+//! It runs as root beside other users on many hosts, so ([`process`], [`crate::trusted`]): its
+//! run directory is checked from the root down and used through an open handle; HAProxy gets
+//! a cleared environment, an unprivileged user for its workers, and never outlives the
+//! sidecar; one sidecar per run directory.
 
 pub mod haproxy;
+pub mod process;
 pub mod runtime;
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use crate::trusted::TrustedDir;
 use crate::{check, read_map, Options, ReplicaMap, Zone, ZoneSource};
 
 /// The most replicas of one zone the sidecar spreads over.
 pub const MAX_REPLICAS: usize = 8;
+/// The most replicas of one zone probed at one map read (the first in this host's order).
+pub const MAX_PROBED: usize = 64;
 
 /// Where reads go: the zone's replicas (empty: the reader only) and the reader endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,48 +90,111 @@ pub struct SidecarOptions {
     pub listen: SocketAddr,
     /// How often the map is re-read.
     pub interval: Duration,
-    /// The HAProxy binary.
+    /// The HAProxy binary (a path, or a name looked up on `PATH`).
     pub haproxy: PathBuf,
-    /// The HTTP statistics listener (`/stats`, `/stats;csv`, `/metrics`); `None`: off.
+    /// The HTTP statistics listener (`/stats`, `/stats;csv`, `/metrics`; unauthenticated and
+    /// read-only); `None`: off.
     pub stats: Option<SocketAddr>,
     /// Nameservers for host names (default: the system's).
     pub nameservers: Vec<SocketAddr>,
-    /// Where the configuration, the runtime API socket and the CA bundle live.
-    pub run_dir: PathBuf,
+    /// Where the configuration, the runtime API socket and the CA bundle live; `None`:
+    /// [`SidecarOptions::run_dir`]'s default.
+    pub run_dir: Option<PathBuf>,
+    /// Who HAProxy's workers run as when the sidecar runs as root (`USER` or `USER:GROUP`);
+    /// `None`: `nobody`.
+    pub haproxy_user: Option<String>,
 }
 
 impl SidecarOptions {
     /// Defaults: `127.0.0.1:6379`, every 60 s, `haproxy` on PATH, statistics on
-    /// `127.0.0.1:8404`, the system's nameservers, the run directory beside the cache.
+    /// `127.0.0.1:8404`, the system's nameservers, the run directory in the cache directory.
     pub fn new(resolve: Options) -> SidecarOptions {
-        let listen = SocketAddr::from(([127, 0, 0, 1], 6379));
         SidecarOptions {
             resolve,
-            listen,
+            listen: SocketAddr::from(([127, 0, 0, 1], 6379)),
             interval: Duration::from_secs(60),
             haproxy: PathBuf::from("haproxy"),
             stats: Some(SocketAddr::from(([127, 0, 0, 1], 8404))),
             nameservers: Vec::new(),
-            run_dir: default_run_dir(listen),
+            run_dir: None,
+            haproxy_user: None,
         }
+    }
+
+    /// The run directory: the one given, else `<cache dir>/sidecar-<listen port>` (the cache
+    /// directory: the one given, else [`crate::cache::default_dir`]: `$RUNTIME_DIRECTORY`,
+    /// `$XDG_RUNTIME_DIR/locality`, `/run/locality` as root, `<temp dir>/locality-<uid>`).
+    pub fn run_dir(&self) -> PathBuf {
+        self.run_dir.clone().unwrap_or_else(|| {
+            self.resolve
+                .cache_dir
+                .clone()
+                .unwrap_or_else(crate::cache::default_dir)
+                .join(format!("sidecar-{}", self.listen.port()))
+        })
     }
 }
 
-/// `<cache dir>/sidecar-<port>`: one per listener.
-pub fn default_run_dir(listen: SocketAddr) -> PathBuf {
-    crate::cache::default_dir().join(format!("sidecar-{}", listen.port()))
+/// What one probe of a replica gave: `None` when it was not probed, or gave no answer by the
+/// deadline.
+type Probed = Option<Result<check::Probe, String>>;
+
+/// Probes the first [`MAX_PROBED`] candidates at once, all within one deadline (the check
+/// timeout and a little): 50 silent replicas cost one timeout, not 50.
+fn probe_all(candidates: &[String], options: &Options) -> Vec<Probed> {
+    let deadline = Instant::now() + options.check_timeout + Duration::from_millis(100);
+    let (tx, rx) = mpsc::channel();
+    let mut started = 0;
+    for (n, endpoint) in candidates.iter().take(MAX_PROBED).enumerate() {
+        let (tx, endpoint) = (tx.clone(), endpoint.clone());
+        let (timeout, tls, name) = (options.check_timeout, options.tls, options.tls_server_name.clone());
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let tls = tls.then(|| check::Tls {
+                server_name: name.as_deref(),
+            });
+            let _ = tx.send((n, check::probe(&endpoint, timeout, tls)));
+        });
+        if spawned.is_err() {
+            break;
+        }
+        started += 1;
+    }
+    drop(tx);
+    let mut results: Vec<Probed> = vec![None; candidates.len()];
+    for _ in 0..started {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok((n, result)) => results[n] = Some(result),
+            Err(_) => break,
+        }
+    }
+    results
+}
+
+/// A few items of a list, and how many more.
+fn some_of(items: &[String]) -> String {
+    const SHOWN: usize = 4;
+    let mut text = items.iter().take(SHOWN).cloned().collect::<Vec<_>>().join("; ");
+    if items.len() > SHOWN {
+        text.push_str(&format!("; and {} more", items.len() - SHOWN));
+    }
+    text
 }
 
 /// Where reads go for this zone and map, and lines worth logging on the way (replicas left
-/// out). A map that cannot be read gives the reader only when a fallback is given.
+/// out). `serving`: the replicas the running configuration reads from (empty at start); one
+/// of them that does not answer the probe stays (HAProxy's health checks own it), any other
+/// is added only once it answers. A map that cannot be read gives the reader only when a
+/// fallback is given.
 ///
 /// # Errors
-/// The map cannot be read and there is no fallback.
+/// The map cannot be read and there is no fallback; or TLS is asked for and an endpoint is an
+/// IP address without `--tls-server-name`.
 pub fn plan(
     options: &Options,
     zone: Option<&Zone>,
     zone_failure: Option<&str>,
     map: Result<ReplicaMap, String>,
+    serving: &[String],
 ) -> Result<(Layout, Vec<String>), String> {
     let zone_text = zone.map(Zone::describe);
     let reader_only = |reader: String, reason: String| Layout {
@@ -128,16 +203,30 @@ pub fn plan(
         reason: Some(reason),
         zone: zone_text.clone(),
     };
+    let tls_names = |endpoints: &mut dyn Iterator<Item = &String>| -> Result<(), String> {
+        if options.tls {
+            for endpoint in endpoints {
+                check::tls_server_name(endpoint, options.tls_server_name.as_deref())?;
+            }
+        }
+        Ok(())
+    };
     let map = match map {
         Ok(map) => map,
         Err(problem) => {
             let reason = format!("the map could not be read: {problem}");
             return match &options.fallback {
-                Some(fallback) => Ok((reader_only(fallback.clone(), reason), Vec::new())),
-                None => Err(format!("{reason}, and no --fallback was given")),
+                Some(fallback) => {
+                    tls_names(&mut std::iter::once(fallback))?;
+                    Ok((reader_only(fallback.clone(), reason), Vec::new()))
+                }
+                None => Err(format!(
+                    "{reason}, and no fallback was given (--fallback or LOCALITY_FALLBACK)"
+                )),
             };
         }
     };
+    tls_names(&mut std::iter::once(&map.fallback))?;
     let Some(zone) = zone else {
         let reason = zone_failure.unwrap_or("this process's zone is not known").to_string();
         return Ok((reader_only(map.fallback, reason), Vec::new()));
@@ -146,27 +235,43 @@ pub fn plan(
         Ok(list) => list,
         Err(reason) => return Ok((reader_only(map.fallback, reason), Vec::new())),
     };
+    tls_names(&mut candidates.iter())?;
+    let timeout = options.check_timeout.as_millis();
     let mut notes = Vec::new();
     let mut mismatches = Vec::new();
+    let mut silent = Vec::new();
     let mut replicas = Vec::new();
-    for endpoint in candidates {
-        // Only a node that says it is elsewhere is left out; one that does not answer now is
-        // HAProxy's health checks' business.
-        let mismatch = check::probe(&endpoint, options.check_timeout, options.tls)
-            .ok()
-            .and_then(|answer| answer.zone_mismatch(zone));
-        match mismatch {
-            Some(problem) => mismatches.push(format!("the zone's replica {endpoint} is not used: {problem}")),
-            None => replicas.push(endpoint),
+    for (endpoint, probed) in candidates.iter().zip(probe_all(&candidates, options)) {
+        let kept = serving.contains(endpoint);
+        match probed {
+            Some(Ok(answer)) => match answer.zone_mismatch(zone) {
+                Some(problem) => mismatches.push(format!("the zone's replica {endpoint} is not used: {problem}")),
+                None => replicas.push(endpoint.clone()),
+            },
+            _ if kept => replicas.push(endpoint.clone()),
+            Some(Err(problem)) => silent.push(format!("{endpoint} ({problem})")),
+            None => silent.push(format!("{endpoint} (no answer within {timeout} ms)")),
         }
     }
+    let silent_text = (!silent.is_empty()).then(|| {
+        format!(
+            "{} of the zone's replicas did not answer the probe and {} not used until {} at a later map read: {}",
+            silent.len(),
+            if silent.len() == 1 { "is" } else { "are" },
+            if silent.len() == 1 { "it answers" } else { "they answer" },
+            some_of(&silent)
+        )
+    });
     if replicas.is_empty() {
-        return Ok((reader_only(map.fallback, mismatches.join("; ")), Vec::new()));
+        let mut reasons = mismatches;
+        reasons.extend(silent_text);
+        return Ok((reader_only(map.fallback, reasons.join("; ")), Vec::new()));
     }
     notes.extend(mismatches);
+    notes.extend(silent_text);
     if replicas.len() > MAX_REPLICAS {
         notes.push(format!(
-            "the zone has {} replicas; the sidecar spreads over the first {MAX_REPLICAS} in this host's order",
+            "the zone has {} replicas that answer; the sidecar spreads over the first {MAX_REPLICAS} in this host's order",
             replicas.len()
         ));
         replicas.truncate(MAX_REPLICAS);
@@ -200,66 +305,64 @@ const SYSTEM_CA_FILES: &[&str] = &[
     "/etc/ssl/cert.pem",
 ];
 
-/// The run directory (created, closed to others) and the CA file for TLS: HAProxy's
-/// `@system-ca`, or the system's bundle plus `LOCALITY_TLS_CA_FILE` in one file there.
-fn prepare_run_dir(options: &SidecarOptions) -> Result<(PathBuf, Option<String>), String> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    let dir = &options.run_dir;
-    let what = |e: std::io::Error| format!("the run directory {} cannot be used: {e}", dir.display());
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(what)?;
-    let meta = std::fs::symlink_metadata(dir).map_err(what)?;
-    if !meta.is_dir() || meta.uid() != rustix::process::geteuid().as_raw() {
-        return Err(format!(
-            "the run directory {} is not a directory of this user's (pass --run-dir)",
-            dir.display()
-        ));
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(what)?;
+/// The CA file name in the run directory, when the system's CAs are not enough.
+const CA_FILE: &str = "ca.pem";
+
+/// The CA file for TLS: HAProxy's `@system-ca`, or the system's bundle plus
+/// `LOCALITY_TLS_CA_FILE` in one file in the run directory (`dir`; `None`: print only, the
+/// given file is named as it is).
+fn prepare_ca_file(options: &SidecarOptions, dir: Option<&TrustedDir>) -> Result<Option<String>, String> {
     if !options.resolve.tls {
-        return Ok((dir.clone(), None));
+        return Ok(None);
     }
     let Some(extra) = std::env::var_os("LOCALITY_TLS_CA_FILE").filter(|v| !v.is_empty()) else {
-        return Ok((dir.clone(), Some("@system-ca".into())));
+        return Ok(Some("@system-ca".into()));
+    };
+    let extra = PathBuf::from(extra);
+    let Some(dir) = dir else {
+        let text = extra.display().to_string();
+        if text.chars().any(|c| c.is_whitespace() || c.is_control() || c == '#') {
+            return Err(format!(
+                "LOCALITY_TLS_CA_FILE ({}) has blanks or control characters; HAProxy's configuration cannot name it",
+                haproxy::comment_text(&text)
+            ));
+        }
+        return Ok(Some(text));
     };
     let mut bundle = SYSTEM_CA_FILES
         .iter()
         .find_map(|path| std::fs::read(path).ok())
         .unwrap_or_default();
-    let extra = std::fs::read(&extra).map_err(|e| {
-        format!(
-            "LOCALITY_TLS_CA_FILE ({}) cannot be read: {e}",
-            Path::new(&extra).display()
-        )
-    })?;
+    let extra_bytes =
+        std::fs::read(&extra).map_err(|e| format!("LOCALITY_TLS_CA_FILE ({}) cannot be read: {e}", extra.display()))?;
     bundle.push(b'\n');
-    bundle.extend_from_slice(&extra);
-    let path = dir.join("ca.pem");
-    crate::cache::write_private(&path, &bundle).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((dir.clone(), Some(path.display().to_string())))
+    bundle.extend_from_slice(&extra_bytes);
+    dir.write(CA_FILE, &bundle)
+        .map_err(|e| format!("{}: {e}", dir.path().join(CA_FILE).display()))?;
+    Ok(Some(CA_FILE.into()))
 }
 
 /// The configuration settings for these options.
 fn settings(
     options: &SidecarOptions,
-    run_dir: &Path,
     ca_file: Option<String>,
+    user: Option<process::HaproxyUser>,
     comments: Vec<String>,
 ) -> haproxy::Settings {
     haproxy::Settings {
         listen: options.listen,
         stats: options.stats,
-        socket: run_dir.join("haproxy.sock"),
         tls_ca_file: ca_file,
+        tls_server_name: options.resolve.tls_server_name.clone(),
+        user,
         nameservers: options.nameservers.clone(),
         check_timeout: options.resolve.check_timeout,
         comments,
     }
 }
 
+/// The comment at the top of the configuration: where it came from, the zone, the route. No
+/// remote text: the reasons (error messages from the network) go to the log only.
 fn header(options: &SidecarOptions, zone: Option<&Zone>, source: Option<ZoneSource>, layout: &Layout) -> Vec<String> {
     vec![
         format!(
@@ -273,59 +376,95 @@ fn header(options: &SidecarOptions, zone: Option<&Zone>, source: Option<ZoneSour
             zone.map_or("not known".to_string(), Zone::describe),
             source.map_or(String::new(), |s| format!(" (from {})", s.as_str()))
         ),
-        format!("Now: {}.", layout.describe()),
+        if layout.replicas.is_empty() {
+            "Route: the reader only (the sidecar's log says why).".to_string()
+        } else {
+            format!(
+                "Route: {} replica(s) of the zone, the reader as backup.",
+                layout.replicas.len()
+            )
+        },
     ]
 }
 
+/// One line for the log: control characters (from remote text) become spaces.
+fn one_line(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
 /// The `locality sidecar` command. With `print_config`, prints the configuration on `out` and
-/// returns; else runs HAProxy under it until HAProxy exits, and returns its exit status (128 +
-/// the signal when a signal ended it). 1 when it cannot start.
+/// returns, writing nothing to disk; else runs HAProxy under it until HAProxy exits, and
+/// returns its exit status (128 + the signal when a signal ended it). 1 when it cannot start.
 pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let (zone, source, zone_failure, _) = crate::find_zone(&options.resolve);
-    let (layout, notes) = match plan(
-        &options.resolve,
-        zone.as_ref(),
-        zone_failure.as_deref(),
-        read_map(&options.resolve),
-    ) {
-        Ok(planned) => planned,
-        Err(problem) => {
-            let _ = writeln!(err, "locality sidecar: {problem}");
-            return 1;
-        }
+    let mut fail = |problem: String| {
+        let _ = writeln!(err, "locality sidecar: {}", one_line(&problem));
+        1
     };
-    let (run_dir, ca_file) = match prepare_run_dir(options) {
-        Ok(prepared) => prepared,
-        Err(problem) => {
-            let _ = writeln!(err, "locality sidecar: {problem}");
-            return 1;
-        }
+    let user = match process::haproxy_user(options.haproxy_user.as_deref()) {
+        Ok(user) => user,
+        Err(problem) => return fail(problem),
+    };
+    let (zone, source, zone_failure, _) = crate::find_zone(&options.resolve);
+    let (map, warnings) = match read_map(&options.resolve) {
+        Ok((map, warnings)) => (Ok(map), warnings),
+        Err(problem) => (Err(problem), Vec::new()),
+    };
+    let (layout, notes) = match plan(&options.resolve, zone.as_ref(), zone_failure.as_deref(), map, &[]) {
+        Ok(planned) => planned,
+        Err(problem) => return fail(problem),
     };
     let mut comments = header(options, zone.as_ref(), source, &layout);
     if print_config {
-        comments
-            .push("Run HAProxy with it yourself; the map is not followed then (`locality sidecar` does that).".into());
-        let settings = settings(options, &run_dir, ca_file, comments);
-        let text = haproxy::render(&layout, &settings);
+        comments.push(
+            "Run HAProxy with it yourself, in a directory of its own; the map is not followed then (`locality sidecar` does that).".into(),
+        );
+        let ca_file = match prepare_ca_file(options, None) {
+            Ok(ca_file) => ca_file,
+            Err(problem) => return fail(problem),
+        };
+        let text = haproxy::render(&layout, &settings(options, ca_file, user, comments));
         return match out.write_all(text.as_bytes()) {
             Ok(()) => 0,
             Err(_) => 1,
         };
     }
-    for note in &notes {
-        let _ = writeln!(err, "locality sidecar: {note}");
+    let run_dir = options.run_dir();
+    let dir = match TrustedDir::open(&run_dir, true) {
+        Ok(dir) => dir,
+        Err(problem) => {
+            return fail(format!(
+                "the run directory {} cannot be used: {problem}. Every directory from / down to it must be owned by root or this user and not writable by group or others (sticky ones such as /tmp excepted), and the run directory itself this user's: pass --run-dir DIR, or run with RUNTIME_DIRECTORY (systemd's RuntimeDirectory=) or XDG_RUNTIME_DIR set",
+                run_dir.display()
+            ))
+        }
+    };
+    let lock = match process::RunLock::take(&dir) {
+        Ok(lock) => lock,
+        Err(problem) => return fail(problem),
+    };
+    let log = |line: String| {
+        let _ = writeln!(std::io::stderr(), "locality sidecar: {}", one_line(&line));
+    };
+    let stopped = process::stop_leftovers(&dir);
+    if !stopped.is_empty() {
+        log(format!(
+            "stopped {} process(es) left behind in {} by an earlier sidecar (pids {:?})",
+            stopped.len(),
+            dir.path().display(),
+            stopped
+        ));
     }
-    let _ = writeln!(
-        err,
-        "locality sidecar: listening on {}; {}",
-        options.listen,
-        layout.describe()
-    );
-    let settings = settings(options, &run_dir, ca_file, comments);
-    let config_path = run_dir.join("haproxy.cfg");
-    if let Err(e) = crate::cache::write_private(&config_path, haproxy::render(&layout, &settings).as_bytes()) {
-        let _ = writeln!(err, "locality sidecar: {}: {e}", config_path.display());
-        return 1;
+    let ca_file = match prepare_ca_file(options, Some(&dir)) {
+        Ok(ca_file) => ca_file,
+        Err(problem) => return fail(problem),
+    };
+    for note in warnings.iter().chain(&notes) {
+        log(note.clone());
+    }
+    log(format!("listening on {}; {}", options.listen, layout.describe()));
+    let settings = settings(options, ca_file, user, comments);
+    if let Err(e) = dir.write(haproxy::CONFIG, haproxy::render(&layout, &settings).as_bytes()) {
+        return fail(format!("{}: {e}", dir.path().join(haproxy::CONFIG).display()));
     }
     let supervisor = Supervisor {
         options: options.clone(),
@@ -333,9 +472,11 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
         zone_failure,
         source,
         settings,
-        config_path,
+        dir: Arc::new(dir),
     };
-    supervisor.run(layout, err)
+    let status = supervisor.run(layout, err);
+    drop(lock);
+    status
 }
 
 /// HAProxy under the sidecar: started, signalled, followed.
@@ -345,18 +486,29 @@ struct Supervisor {
     zone_failure: Option<String>,
     source: Option<ZoneSource>,
     settings: haproxy::Settings,
-    config_path: PathBuf,
+    dir: Arc<TrustedDir>,
 }
 
 impl Supervisor {
     fn run(self, layout: Layout, err: &mut dyn Write) -> u8 {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
-        // Signals: TERM, INT, QUIT and USR1 (soft stop) go to HAProxy; HUP re-reads the map now.
-        // Registered before HAProxy starts, so that one arriving in between is held, not fatal.
-        let signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGQUIT, SIGUSR1, SIGHUP]);
-        let mut child = match std::process::Command::new(&self.options.haproxy)
-            .args(["-W", "-db", "-f"])
-            .arg(&self.config_path)
+        use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+        // Signals: TERM, INT and QUIT stop HAProxy (and so the sidecar) within 2 s; HUP
+        // re-reads the map now; USR1, USR2 and ALRM, which would end the sidecar and leave
+        // HAProxy alone, are ignored. Registered before HAProxy starts, so that one arriving in
+        // between is held, not fatal. Any other death reaches HAProxy as SIGTERM (Linux:
+        // parent-death signal).
+        let signals =
+            signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM]);
+        let Some(program) = process::find_program(&self.options.haproxy) else {
+            let _ = writeln!(
+                err,
+                "locality sidecar: cannot run {} (not found on PATH); install HAProxy (Debian and Ubuntu: apt-get install haproxy) or pass --haproxy PATH",
+                self.options.haproxy.display()
+            );
+            return 1;
+        };
+        let mut child = match process::haproxy_command(&program, &self.dir)
+            .args(["-W", "-db", "-f", haproxy::CONFIG])
             .stdin(std::process::Stdio::null())
             .spawn()
         {
@@ -365,7 +517,7 @@ impl Supervisor {
                 let _ = writeln!(
                     err,
                     "locality sidecar: cannot run {} ({e}); install HAProxy (Debian and Ubuntu: apt-get install haproxy) or pass --haproxy PATH",
-                    self.options.haproxy.display()
+                    program.display()
                 );
                 return 1;
             }
@@ -376,27 +528,47 @@ impl Supervisor {
         let handle = match signals {
             Ok(mut signals) => {
                 let handle = signals.handle();
-                let reread = Arc::clone(&reread);
+                let (reread, stop) = (Arc::clone(&reread), Arc::clone(&stop));
                 std::thread::spawn(move || {
                     for signal in signals.forever() {
-                        if signal == SIGHUP {
-                            reread.store(true, Ordering::SeqCst);
-                        } else {
-                            send_signal(pid, signal);
+                        match signal {
+                            SIGHUP => reread.store(true, Ordering::SeqCst),
+                            SIGTERM | SIGINT | SIGQUIT => {
+                                send_signal(pid, rustix::process::Signal::TERM);
+                                // HAProxy stops at once on SIGTERM; should it hang, it is
+                                // killed (its workers exit with their master).
+                                let stop = Arc::clone(&stop);
+                                std::thread::spawn(move || {
+                                    let started = Instant::now();
+                                    while started.elapsed() < Duration::from_millis(1500) {
+                                        if stop.load(Ordering::SeqCst) {
+                                            return;
+                                        }
+                                        std::thread::sleep(Duration::from_millis(20));
+                                    }
+                                    send_signal(pid, rustix::process::Signal::KILL);
+                                });
+                            }
+                            other => {
+                                let _ = writeln!(
+                                    std::io::stderr(),
+                                    "locality sidecar: signal {other} ignored (SIGTERM or SIGINT stop the sidecar and HAProxy; SIGHUP re-reads the map)"
+                                );
+                            }
                         }
                     }
                 });
                 Some(handle)
             }
             Err(e) => {
-                let _ = writeln!(err, "locality sidecar: signals cannot be passed on to HAProxy ({e})");
+                let _ = writeln!(err, "locality sidecar: signals cannot be handled ({e})");
                 None
             }
         };
         let follower = {
             let stop = Arc::clone(&stop);
             let reread = Arc::clone(&reread);
-            std::thread::spawn(move || self.follow(layout, pid, &stop, &reread))
+            std::thread::spawn(move || self.follow(layout, pid, &program, &stop, &reread))
         };
         let status = child.wait();
         stop.store(true, Ordering::SeqCst);
@@ -420,14 +592,15 @@ impl Supervisor {
         }
     }
 
-    /// Every second: close sessions on replicas marked down; every interval (or on SIGHUP):
+    /// Every 200 ms: close sessions on replicas marked down; every interval (or on SIGHUP):
     /// re-read the map and apply a change.
-    fn follow(self, mut layout: Layout, pid: u32, stop: &AtomicBool, reread: &AtomicBool) {
-        let admin = runtime::Admin::new(&self.settings.socket);
+    fn follow(self, mut layout: Layout, pid: u32, program: &Path, stop: &AtomicBool, reread: &AtomicBool) {
+        let admin = runtime::Admin::new(&self.dir.path_of(haproxy::SOCKET));
         let mut last_read = Instant::now();
         let mut last_failure: Option<String> = None;
+        let mut last_warnings: Vec<String> = Vec::new();
         let log = |line: String| {
-            let _ = writeln!(std::io::stderr(), "locality sidecar: {line}");
+            let _ = writeln!(std::io::stderr(), "locality sidecar: {}", one_line(&line));
         };
         while !stop.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(200));
@@ -454,26 +627,41 @@ impl Supervisor {
                 continue;
             }
             last_read = Instant::now();
-            let map = read_map(&self.options.resolve);
-            if let Err(problem) = &map {
-                if last_failure.as_ref() != Some(problem) {
-                    log(format!(
-                        "the map could not be read ({problem}); keeping the last good configuration"
-                    ));
-                    last_failure = Some(problem.clone());
+            let map = match read_map(&self.options.resolve) {
+                Ok((map, warnings)) => {
+                    if warnings != last_warnings {
+                        warnings.iter().for_each(|w| log(w.clone()));
+                        last_warnings = warnings;
+                    }
+                    map
                 }
-                continue;
-            }
+                Err(problem) => {
+                    if last_failure.as_ref() != Some(&problem) {
+                        log(format!(
+                            "the map could not be read ({problem}); keeping the last good configuration"
+                        ));
+                        last_failure = Some(problem);
+                    }
+                    continue;
+                }
+            };
             if last_failure.take().is_some() {
                 log("the map can be read again".into());
             }
-            let Ok((new, notes)) = plan(
+            let (new, notes) = match plan(
                 &self.options.resolve,
                 self.zone.as_ref(),
                 self.zone_failure.as_deref(),
-                map,
-            ) else {
-                continue;
+                Ok(map),
+                &layout.replicas,
+            ) {
+                Ok(planned) => planned,
+                Err(problem) => {
+                    log(format!(
+                        "the map changed, but it cannot be applied: {problem}; keeping the last good configuration"
+                    ));
+                    continue;
+                }
             };
             if new.same_servers(&layout) {
                 continue;
@@ -494,7 +682,7 @@ impl Supervisor {
                 layout = new;
                 continue;
             }
-            match self.reload(&new, pid) {
+            match self.reload(&new, pid, program) {
                 Ok(()) => {
                     log(format!(
                         "the map changed: {} (HAProxy reloaded; open sessions finish on the old servers)",
@@ -509,15 +697,15 @@ impl Supervisor {
 
     /// Writes the configuration of `layout`, checks it with `haproxy -c`, and reloads
     /// (master-worker: SIGUSR2).
-    fn reload(&self, layout: &Layout, pid: u32) -> Result<(), String> {
+    fn reload(&self, layout: &Layout, pid: u32, program: &Path) -> Result<(), String> {
         let mut settings = self.settings.clone();
         settings.comments = header(&self.options, self.zone.as_ref(), self.source, layout);
         let text = haproxy::render(layout, &settings);
-        crate::cache::write_private(&self.config_path, text.as_bytes())
-            .map_err(|e| format!("{}: {e}", self.config_path.display()))?;
-        let check = std::process::Command::new(&self.options.haproxy)
-            .args(["-c", "-q", "-f"])
-            .arg(&self.config_path)
+        self.dir
+            .write(haproxy::CONFIG, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", self.dir.path().join(haproxy::CONFIG).display()))?;
+        let check = process::haproxy_command(program, &self.dir)
+            .args(["-c", "-q", "-f", haproxy::CONFIG])
             .output()
             .map_err(|e| e.to_string())?;
         if !check.status.success() {
@@ -526,23 +714,14 @@ impl Supervisor {
                 String::from_utf8_lossy(&check.stderr).trim()
             ));
         }
-        send_signal(pid, signal_hook::consts::SIGUSR2);
+        send_signal(pid, rustix::process::Signal::USR2);
         Ok(())
     }
 }
 
-/// Sends one of the signals the sidecar passes on.
-fn send_signal(pid: u32, signal: i32) {
-    use rustix::process::{kill_process, Pid, Signal};
-    use signal_hook::consts::{SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
-    let signal = match signal {
-        SIGTERM => Signal::TERM,
-        SIGINT => Signal::INT,
-        SIGQUIT => Signal::QUIT,
-        SIGUSR1 => Signal::USR1,
-        SIGUSR2 => Signal::USR2,
-        _ => return,
-    };
+/// Sends `signal` to HAProxy's master.
+fn send_signal(pid: u32, signal: rustix::process::Signal) {
+    use rustix::process::{kill_process, Pid};
     if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
         let _ = kill_process(pid, signal);
     }

@@ -36,7 +36,8 @@ pub struct ServerStat {
 }
 
 impl Admin {
-    /// The API at `socket`.
+    /// The API at `socket` (a path through the run directory's handle where the system offers
+    /// one: [`crate::trusted::TrustedDir::path_of`]).
     pub fn new(socket: &Path) -> Admin {
         Admin {
             socket: socket.to_path_buf(),
