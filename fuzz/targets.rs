@@ -146,11 +146,12 @@ fn resolve(data: &[u8]) {
                 reason: None,
                 zone: zone.name.clone(),
             };
-            let settings = locality_resolve::sidecar::haproxy::Settings {
+            let mut settings = locality_resolve::sidecar::haproxy::Settings {
                 listen: "127.0.0.1:6379".parse().expect("an address"),
                 stats: None,
-                socket: "/run/locality/haproxy.sock".into(),
                 tls_ca_file: Some("@system-ca".into()),
+                tls_server_name: Some("replicas.example".into()),
+                user: None,
                 nameservers: Vec::new(),
                 check_timeout: std::time::Duration::from_millis(300),
                 comments: Vec::new(),
@@ -158,6 +159,19 @@ fn resolve(data: &[u8]) {
             let config = locality_resolve::sidecar::haproxy::render(&layout, &settings);
             let servers = config.lines().filter(|l| l.trim_start().starts_with("server ")).count();
             assert_eq!(servers, layout.replicas.len() + 1, "{config}");
+            // Remote text (an error message, the input itself) in the reason and the comments
+            // changes no directive.
+            let hostile = locality_resolve::sidecar::Layout {
+                reason: Some(text.to_string()),
+                ..layout.clone()
+            };
+            settings.comments = vec![text.to_string(), format!("x\nglobal\n  lua-load /tmp/{text}")];
+            let with_text = locality_resolve::sidecar::haproxy::render(&hostile, &settings);
+            assert_eq!(
+                locality_resolve::sidecar::haproxy::directives(&with_text),
+                locality_resolve::sidecar::haproxy::directives(&config),
+                "{with_text}"
+            );
         }
     }
     let _ = locality_resolve::check::parse_availability_zone(&text);

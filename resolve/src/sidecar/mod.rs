@@ -180,11 +180,21 @@ fn some_of(items: &[String]) -> String {
     text
 }
 
+/// Which replicas that did not answer the probe are kept all the same.
+#[derive(Debug, Clone, Copy)]
+pub enum Unanswered<'a> {
+    /// Those the running configuration reads from (HAProxy's health checks own them); any
+    /// other is added once it answers. At start: none.
+    Serving(&'a [String]),
+    /// All (a configuration printed for HAProxy run by hand: its health checks decide).
+    All,
+}
+
 /// Where reads go for this zone and map, and lines worth logging on the way (replicas left
-/// out). `serving`: the replicas the running configuration reads from (empty at start); one
-/// of them that does not answer the probe stays (HAProxy's health checks own it), any other
-/// is added only once it answers. A map that cannot be read gives the reader only when a
-/// fallback is given.
+/// out). A replica that did not answer the probe is kept only as `unanswered` says, or when
+/// its host name does not resolve (yet): HAProxy keeps such a server out of service until its
+/// resolvers find an address (`init-addr ... none`), so it takes no read before it can answer.
+/// A map that cannot be read gives the reader only when a fallback is given.
 ///
 /// # Errors
 /// The map cannot be read and there is no fallback; or TLS is asked for and an endpoint is an
@@ -194,7 +204,7 @@ pub fn plan(
     zone: Option<&Zone>,
     zone_failure: Option<&str>,
     map: Result<ReplicaMap, String>,
-    serving: &[String],
+    unanswered: Unanswered<'_>,
 ) -> Result<(Layout, Vec<String>), String> {
     let zone_text = zone.map(Zone::describe);
     let reader_only = |reader: String, reason: String| Layout {
@@ -242,7 +252,11 @@ pub fn plan(
     let mut silent = Vec::new();
     let mut replicas = Vec::new();
     for (endpoint, probed) in candidates.iter().zip(probe_all(&candidates, options)) {
-        let kept = serving.contains(endpoint);
+        let kept = match unanswered {
+            Unanswered::All => true,
+            Unanswered::Serving(serving) => serving.contains(endpoint),
+        } || (!haproxy::is_ip(endpoint)
+            && matches!(&probed, Some(Err(problem)) if problem.starts_with("cannot resolve")));
         match probed {
             Some(Ok(answer)) => match answer.zone_mismatch(zone) {
                 Some(problem) => mismatches.push(format!("the zone's replica {endpoint} is not used: {problem}")),
@@ -409,7 +423,18 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
         Ok((map, warnings)) => (Ok(map), warnings),
         Err(problem) => (Err(problem), Vec::new()),
     };
-    let (layout, notes) = match plan(&options.resolve, zone.as_ref(), zone_failure.as_deref(), map, &[]) {
+    let unanswered = if print_config {
+        Unanswered::All
+    } else {
+        Unanswered::Serving(&[])
+    };
+    let (layout, notes) = match plan(
+        &options.resolve,
+        zone.as_ref(),
+        zone_failure.as_deref(),
+        map,
+        unanswered,
+    ) {
         Ok(planned) => planned,
         Err(problem) => return fail(problem),
     };
@@ -422,6 +447,10 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
             Ok(ca_file) => ca_file,
             Err(problem) => return fail(problem),
         };
+        for note in warnings.iter().chain(&notes) {
+            let _ = writeln!(err, "locality sidecar: {}", one_line(note));
+        }
+        let _ = writeln!(err, "locality sidecar: {}", one_line(&layout.describe()));
         let text = haproxy::render(&layout, &settings(options, ca_file, user, comments));
         return match out.write_all(text.as_bytes()) {
             Ok(()) => 0,
@@ -653,7 +682,7 @@ impl Supervisor {
                 self.zone.as_ref(),
                 self.zone_failure.as_deref(),
                 Ok(map),
-                &layout.replicas,
+                Unanswered::Serving(&layout.replicas),
             ) {
                 Ok(planned) => planned,
                 Err(problem) => {
