@@ -920,3 +920,63 @@ async fn the_guides_entrypoint_hands_the_application_an_endpoint_on_every_path()
         }
     }
 }
+
+/// A `LOCALITY_ZONE` that is neither an AZ name nor an AZ ID, with `LOCALITY_FALLBACK` set (the
+/// guide's entrypoint): a failure path like any other — the map's reader endpoint, exit 0, one
+/// stderr line naming the variable and the accepted forms (before: exit 2 and nothing, so the
+/// entrypoint handed the application no endpoint). Without a fallback it stays a usage error.
+/// A missing map file says "no such file".
+#[test]
+fn an_unusable_zone_variable_ends_at_the_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = write_map(dir.path(), &map_json());
+    let map = map.to_str().unwrap();
+    let garbage = ("LOCALITY_ZONE", "us-east-1-garbage_");
+    let r = resolve(
+        &[garbage, ("LOCALITY_FALLBACK", "given.example:6379")],
+        &["--map", map, "--format", "env"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("export LOCALITY_READ_ENDPOINT='reader.example:6379'\n")
+            && r.stdout.contains("export LOCALITY_ROUTE='fallback'\n"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(r#"LOCALITY_ZONE="us-east-1-garbage_""#)
+            && r.stderr.contains("AZ name (ap-northeast-1a)")
+            && r.stderr.contains("AZ ID (apne1-az4)"),
+        "{}",
+        r.stderr
+    );
+    // The map unreadable as well: the given fallback.
+    let r = resolve(
+        &[garbage, ("LOCALITY_FALLBACK", "given.example:6379")],
+        &["--map", "/nonexistent/map.json"],
+    );
+    assert_eq!((r.code, r.stdout.as_str()), (0, "given.example:6379\n"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("/nonexistent/map.json cannot be read (no such file)"),
+        "{}",
+        r.stderr
+    );
+    // No fallback: a usage error that names the variable, and says what a fallback would do.
+    let r = resolve(&[garbage], &["--map", map]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("LOCALITY_ZONE") && r.stderr.contains("LOCALITY_FALLBACK"),
+        "{}",
+        r.stderr
+    );
+    // No map and no fallback: the message names both ways to give one.
+    let r = resolve(&[], &["--map", "/nonexistent/map.json", "--zone", ZONE]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("no such file") && r.stderr.contains("--fallback or LOCALITY_FALLBACK"),
+        "{}",
+        r.stderr
+    );
+}

@@ -245,43 +245,28 @@ impl Sidecar {
     }
 
     fn launch(program: &Path, map: &Path, args: &[&str], env: &[(&str, &str)]) -> Sidecar {
+        Self::launch_as(None, program, map, args, env)
+    }
+
+    /// As another user (`setpriv`, no supplementary groups) when `uid` is given: its run and
+    /// cache directories are made its own.
+    fn launch_as(uid: Option<u32>, program: &Path, map: &Path, args: &[&str], env: &[(&str, &str)]) -> Sidecar {
         let port = free_port();
         let run = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(program);
-        cmd.args(["sidecar", "--map"])
-            .arg(map)
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--run-dir"])
-            .arg(run.path().join("run"))
-            .args(["--cache-dir"])
-            .arg(run.path().join("cache"))
-            .args(args)
-            .args(if args.contains(&"--stats") {
-                &[][..]
-            } else {
-                &["--stats", "off"][..]
-            })
-            .env_remove("LOCALITY_ZONE")
-            .env_remove("ECS_CONTAINER_METADATA_URI_V4")
-            .env_remove("AWS_LAMBDA_RUNTIME_API")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            cmd.env(k, v);
+        if let Some(uid) = uid {
+            std::os::unix::fs::chown(run.path(), Some(uid), Some(uid)).unwrap();
         }
-        let mut child = cmd.spawn().unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let mut all = vec!["--run-dir", run.path().join("run").to_str().unwrap()]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        all.extend([
+            "--cache-dir".to_string(),
+            run.path().join("cache").display().to_string(),
+        ]);
+        all.extend(args.iter().map(|a| a.to_string()));
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let (child, stderr) = spawn_sidecar(uid, program, map, port, &all, env);
         let sidecar = Sidecar {
             child,
             port,
@@ -294,6 +279,11 @@ impl Sidecar {
                 .is_some_and(|mut s| command(&mut s, &["PING"]).is_ok())
         });
         sidecar
+    }
+
+    /// The run directory ([`Sidecar::launch_as`] gives `--run-dir <temp>/run`).
+    fn run_dir(&self) -> PathBuf {
+        self._run.path().join("run")
     }
 
     fn stderr(&self) -> String {
@@ -334,6 +324,66 @@ impl Drop for Sidecar {
             let _ = self.child.wait();
         }
     }
+}
+
+/// `locality sidecar --map MAP --listen 127.0.0.1:PORT ARGS` (statistics off unless ARGS say),
+/// as `uid` when given (`setpriv`), with the test environment's zone and metadata variables
+/// removed; its stderr collected.
+fn spawn_sidecar(
+    uid: Option<u32>,
+    program: &Path,
+    map: &Path,
+    port: u16,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, Arc<Mutex<String>>) {
+    let mut cmd = match uid {
+        None => Command::new(program),
+        Some(uid) => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+                "--".into(),
+            ])
+            .arg(program);
+            cmd
+        }
+    };
+    cmd.args(["sidecar", "--map"])
+        .arg(map)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .args(if args.contains(&"--stats") {
+            &[][..]
+        } else {
+            &["--stats", "off"][..]
+        })
+        .env_remove("LOCALITY_ZONE")
+        .env_remove("ECS_CONTAINER_METADATA_URI_V4")
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .env_remove("RUNTIME_DIRECTORY")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let mut pipe = child.stderr.take().unwrap();
+    let sink = Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    (child, stderr)
 }
 
 /// A client reading through the sidecar in a loop on one connection, reconnecting on error.
@@ -1340,4 +1390,916 @@ fn a_change_of_shape_reloads_haproxy_gracefully() {
     assert_eq!([d[0], d[3], d[4]], [0, 0, 0], "{d:?}");
     // The session from before the reload still reads (the old worker finishes it).
     assert!(command(&mut open, &["GET", "k"]).is_ok(), "{}", sidecar.stderr());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Production conditions: the sidecar runs as root beside other users, gets killed hard, and
+// shares hosts with other sidecars. (Issue 36; each test says what it showed before the fix.)
+// ---------------------------------------------------------------------------------------------
+
+/// `nobody` (Debian): the default user of HAProxy's workers under a root sidecar, and the
+/// second user the tests act as.
+const NOBODY: u32 = 65534;
+/// `daemon` (Debian): the other local user who creates directories first.
+const OTHER_USER: u32 = 1;
+
+/// One process, as /proc tells it.
+#[derive(Debug)]
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    uid: u32,
+    gid: u32,
+    groups: String,
+    environ: Vec<String>,
+    cmdline: String,
+}
+
+/// Processes whose working directory is `dir`: HAProxy's master and workers start in the run
+/// directory.
+fn processes_in(dir: &Path) -> Vec<Proc> {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(target) = std::fs::metadata(dir).map(|m| (m.dev(), m.ino())) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cwd = std::fs::metadata(format!("/proc/{pid}/cwd")).map(|m| (m.dev(), m.ino()));
+        if cwd.ok() != Some(target) {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        if status.lines().any(|l| l.starts_with("State:") && l.contains("zombie")) {
+            continue;
+        }
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        let first = |text: String| {
+            text.split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(u32::MAX)
+        };
+        found.push(Proc {
+            pid,
+            ppid: field("PPid:").parse().unwrap_or(0),
+            uid: first(field("Uid:")),
+            gid: first(field("Gid:")),
+            groups: field("Groups:"),
+            environ: std::fs::read(format!("/proc/{pid}/environ"))
+                .unwrap_or_default()
+                .split(|b| *b == 0)
+                .filter(|v| !v.is_empty())
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .collect(),
+            cmdline: String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+                .replace('\0', " ")
+                .trim()
+                .to_string(),
+        });
+    }
+    found
+}
+
+fn wait_for(limit: Duration, mut condition: impl FnMut() -> bool) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if condition() {
+            return Some(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    condition().then(|| started.elapsed())
+}
+
+fn serves(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port))
+        .ok()
+        .is_some_and(|mut s| command(&mut s, &["PING"]).is_ok())
+}
+
+/// A directory `uid` may enter and read (the tests' temp directories are root's, mode 0700).
+fn open_to_all(dir: &Path) {
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// Item 1 and 2. Another local user who creates the sidecar's default parent first
+/// (`<tmp>/locality-<uid>`) could rename its run directory away and plant a configuration:
+/// refused, naming the directory and what is allowed (before: only the last component was
+/// checked, and the sidecar started in it). A run directory open to others (`--run-dir` on a
+/// /tmp-like directory) is refused and not chmod-ed, with `--print-config` too, which writes
+/// nothing. `RUNTIME_DIRECTORY` (systemd) is the first default. Files go through the open
+/// handle: a run directory swapped by path after the start is never read by HAProxy's reload.
+#[test]
+fn run_directories_another_user_could_swap_are_refused_and_nothing_is_changed() {
+    let group = Group::start();
+    let base = tempfile::tempdir().unwrap();
+    open_to_all(base.path());
+    let map = base.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    // A shared temporary directory, as /tmp: sticky, writable by all.
+    let shared = base.path().join("tmp");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let program = Path::new(env!("CARGO_BIN_EXE_locality"));
+    let no_defaults = [("TMPDIR", shared.to_str().unwrap()), ("XDG_RUNTIME_DIR", "")];
+
+    // The other user was first: <tmp>/locality-65534 is theirs.
+    let squatted = shared.join(format!("locality-{NOBODY}"));
+    std::fs::create_dir(&squatted).unwrap();
+    std::os::unix::fs::chown(&squatted, Some(OTHER_USER), Some(OTHER_USER)).unwrap();
+    let port = free_port();
+    let (mut child, stderr) = spawn_sidecar(Some(NOBODY), program, &map, port, &["--zone", ZONE_A], &no_defaults);
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("refused at once");
+    let said = stderr.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("{} is owned by uid {OTHER_USER}", squatted.display()))
+            && said.contains("root, or this process's user")
+            && said.contains("--run-dir"),
+        "{said}"
+    );
+    assert!(!squatted.join(format!("sidecar-{port}")).exists());
+    eprintln!("squatted parent: {}", said.trim());
+
+    // Without the squatter: created (0700, nobody's), and it serves.
+    std::fs::remove_dir(&squatted).unwrap();
+    let (mut child, stderr) = spawn_sidecar(Some(NOBODY), program, &map, port, &["--zone", ZONE_A], &no_defaults);
+    assert!(
+        wait_for(Duration::from_secs(10), || serves(port)).is_some(),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    let made = squatted.join(format!("sidecar-{port}"));
+    assert_eq!((mode_of(&squatted), mode_of(&made)), (0o700, 0o700));
+    send_signal(child.id(), "TERM");
+    wait_timeout(&mut child, Duration::from_secs(5)).expect("stops");
+
+    // A /tmp-like --run-dir, as root: refused, named, and not chmod-ed; --print-config does
+    // not look at it at all (it writes nothing).
+    for print in [false, true] {
+        let open_dir = base.path().join(format!("open-{print}"));
+        std::fs::create_dir(&open_dir).unwrap();
+        std::fs::set_permissions(&open_dir, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+        let mut args = vec!["--zone", ZONE_A, "--run-dir", open_dir.to_str().unwrap()];
+        if print {
+            args.push("--print-config");
+        }
+        let (mut child, stderr) = spawn_sidecar(None, program, &map, free_port(), &args, &[]);
+        let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("exits");
+        let said = stderr.lock().unwrap().clone();
+        if print {
+            assert_eq!(status.code(), Some(0), "{said}");
+        } else {
+            assert_eq!(status.code(), Some(1), "{said}");
+            assert!(
+                said.contains(&format!("{} is writable by others", open_dir.display())),
+                "{said}"
+            );
+        }
+        assert_eq!(mode_of(&open_dir), 0o1777, "the run directory was changed");
+        assert_eq!(
+            std::fs::read_dir(&open_dir).unwrap().count(),
+            0,
+            "something was written"
+        );
+    }
+
+    // RUNTIME_DIRECTORY (systemd's RuntimeDirectory=) first.
+    let runtime = base.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let port = free_port();
+    let (mut child, stderr) = spawn_sidecar(
+        None,
+        program,
+        &map,
+        port,
+        &["--zone", ZONE_A, "--interval", "1"],
+        &[("RUNTIME_DIRECTORY", runtime.to_str().unwrap())],
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || serves(port)).is_some(),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    let run = runtime.join(format!("sidecar-{port}"));
+    assert!(run.join("haproxy.cfg").is_file());
+
+    // A swap by path after the start: the run directory renamed away and another put in its
+    // place, holding a configuration that would open a listener. A reload (the map changes
+    // shape) writes and reads through the handle, in the moved directory; the planted file
+    // is never read.
+    let moved = runtime.join("moved-away");
+    std::fs::rename(&run, &moved).unwrap();
+    std::fs::create_dir(&run).unwrap();
+    let planted_port = free_port();
+    std::fs::write(
+        run.join("haproxy.cfg"),
+        format!("global\n  stats socket /tmp/planted.sock\ndefaults\n  mode tcp\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\nfrontend planted\n  bind 127.0.0.1:{planted_port}\n  default_backend b\nbackend b\n  server s 127.0.0.1:1\n"),
+    )
+    .unwrap();
+    let spread = format!(
+        r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}"}},"replicas":{{"{ZONE_A}":["{}","{}"]}}}}"#,
+        group.reader.endpoint(),
+        group.a1.endpoint(),
+        group.a1.endpoint(),
+        group.a2.endpoint()
+    );
+    std::fs::write(&map, spread).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || std::fs::read_to_string(
+            moved.join("haproxy.cfg")
+        )
+        .is_ok_and(|c| c.contains("server zone2")))
+        .is_some(),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    let before = group.a2.gets();
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let _ = TcpStream::connect(("127.0.0.1", port)).map(|mut s| command(&mut s, &["GET", "k"]));
+            group.a2.gets() > before
+        })
+        .is_some(),
+        "the reload did not take: {}",
+        stderr.lock().unwrap()
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", planted_port)).is_err(),
+        "the planted configuration ran"
+    );
+    send_signal(child.id(), "TERM");
+    wait_timeout(&mut child, Duration::from_secs(5)).expect("stops");
+}
+
+/// Items 3 and 4. Started as root with cloud credentials in its environment: HAProxy's master
+/// stays root (it owns the admin socket, mode 600), its workers run as nobody:nogroup with no
+/// supplementary groups, and no HAProxy process has the sidecar's environment (only PATH and
+/// HAProxy's own variables). Reads work, and go on working across a reload. Started as nobody,
+/// everything runs as nobody, and `--haproxy-user` is refused. (Before: HAProxy ran as root
+/// with AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and GOOGLE_APPLICATION_CREDENTIALS.)
+#[test]
+fn haproxy_runs_unprivileged_without_the_sidecars_environment() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    open_to_all(dir.path());
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let secrets = [
+        ("AWS_SECRET_ACCESS_KEY", "sidecar-secret-key"),
+        ("AWS_SESSION_TOKEN", "sidecar-session-token"),
+        ("GOOGLE_APPLICATION_CREDENTIALS", "/secrets/sidecar.json"),
+    ];
+    let sidecar = Sidecar::start(&map, &["--zone", ZONE_A, "--interval", "1"], &secrets);
+    let tree = || {
+        let procs = processes_in(&sidecar.run_dir());
+        let master = procs
+            .iter()
+            .find(|p| u32::try_from(p.ppid).ok() == Some(sidecar.child.id()))
+            .map(|p| p.pid);
+        (procs, master)
+    };
+    let check_tree = |when: &str| {
+        let (procs, master) = tree();
+        let master = master.unwrap_or_else(|| panic!("{when}: no HAProxy master under the sidecar: {procs:?}"));
+        let workers: Vec<&Proc> = procs.iter().filter(|p| p.ppid == master).collect();
+        assert!(!workers.is_empty(), "{when}: no worker: {procs:?}");
+        for p in &procs {
+            let secret = p.environ.iter().find(|v| secrets.iter().any(|(k, _)| v.starts_with(k)));
+            assert!(secret.is_none(), "{when}: pid {} has {secret:?}", p.pid);
+            assert!(
+                p.environ
+                    .iter()
+                    .all(|v| v.starts_with("PATH=") || v.starts_with("HAPROXY_")),
+                "{when}: pid {} has {:?}",
+                p.pid,
+                p.environ
+            );
+            if p.pid == master {
+                assert_eq!(p.uid, 0, "{when}: the master");
+            } else {
+                assert_eq!(
+                    (p.uid, p.gid, p.groups.as_str()),
+                    (NOBODY, NOBODY, ""),
+                    "{when}: worker {}",
+                    p.pid
+                );
+            }
+        }
+        for p in &procs {
+            eprintln!(
+                "{when}: pid {} ppid {} uid {} gid {} groups [{}] environment {} variable(s) ({} bytes): {}",
+                p.pid,
+                p.ppid,
+                p.uid,
+                p.gid,
+                p.groups,
+                p.environ.len(),
+                p.environ.iter().map(|v| v.len() + 1).sum::<usize>(),
+                p.cmdline
+            );
+        }
+    };
+    check_tree("at start");
+    let socket = std::fs::symlink_metadata(sidecar.run_dir().join("haproxy.sock")).unwrap();
+    assert_eq!(
+        (
+            std::os::unix::fs::MetadataExt::uid(&socket),
+            mode_of(&sidecar.run_dir().join("haproxy.sock"))
+        ),
+        (0, 0o600)
+    );
+    let before = group.a1.gets();
+    assert_eq!(sidecar.fresh_reads(20), 20, "{}", sidecar.stderr());
+    assert_eq!(group.a1.gets() - before, 20);
+    // A reload (another shape): reads go on, the new workers are nobody's too.
+    let spread = format!(
+        r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}"}},"replicas":{{"{ZONE_A}":["{}","{}"]}}}}"#,
+        group.reader.endpoint(),
+        group.a1.endpoint(),
+        group.a1.endpoint(),
+        group.a2.endpoint()
+    );
+    std::fs::write(&map, spread).unwrap();
+    let before = group.a2.gets();
+    sidecar.wait_until(Duration::from_secs(10), "reads on a2 after the reload", || {
+        sidecar.fresh_reads(2) == 2 && group.a2.gets() > before
+    });
+    // The old worker leaves once its sessions end.
+    wait_for(Duration::from_secs(5), || {
+        let (procs, master) = tree();
+        procs.iter().filter(|p| Some(p.ppid) == master).count() == 1
+    });
+    check_tree("after a reload");
+    drop(sidecar);
+
+    // As nobody: everything is nobody's; naming a user is refused.
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let sidecar = Sidecar::launch_as(
+        Some(NOBODY),
+        Path::new(env!("CARGO_BIN_EXE_locality")),
+        &map,
+        &["--zone", ZONE_A],
+        &secrets,
+    );
+    let procs = processes_in(&sidecar.run_dir());
+    assert!(procs.len() >= 2, "{procs:?}");
+    assert!(procs.iter().all(|p| p.uid == NOBODY), "{procs:?}");
+    let before = group.a1.gets();
+    assert_eq!(sidecar.fresh_reads(5), 5);
+    assert_eq!(group.a1.gets() - before, 5);
+    drop(sidecar);
+    let (mut child, stderr) = spawn_sidecar(
+        Some(NOBODY),
+        Path::new(env!("CARGO_BIN_EXE_locality")),
+        &map,
+        free_port(),
+        &[
+            "--zone",
+            ZONE_A,
+            "--haproxy-user",
+            "daemon",
+            "--run-dir",
+            "/nonexistent",
+        ],
+        &[],
+    );
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("refused");
+    let said = stderr.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("--haproxy-user daemon: only a sidecar running as root"),
+        "{said}"
+    );
+}
+
+/// Item 5. No text from the network or the map reaches HAProxy's configuration but parsed and
+/// checked values: random maps (valid or not: a parse error's message is remote text too) and
+/// random reasons and comments with newlines and directives in them; every configuration passes
+/// `haproxy -c` and has exactly the directives of the same layout without any of that text. End
+/// to end, an error whose text holds `\nglobal\n  lua-load ...` leaves no such directive (before:
+/// the reason was written into a comment and its newline started a directive).
+#[test]
+fn no_remote_text_reaches_the_configuration() {
+    use locality_resolve::sidecar::{haproxy, Layout};
+    let mut rng = fastrand::Rng::with_seed(36);
+    let pieces = [
+        "\n",
+        "\r\n",
+        "\r",
+        "#",
+        " ",
+        "global",
+        "lua-load /tmp/evil.lua",
+        "\u{85}",
+        "\u{2028}",
+        "é",
+        "\"",
+        "\\",
+        "server x 10.0.0.1:1",
+        "}",
+        "{",
+        ":",
+        "6379",
+        "node.example",
+        "[::1]",
+        "\t",
+        "\0",
+        "frontend f",
+    ];
+    let text = |rng: &mut fastrand::Rng| -> String {
+        (0..rng.usize(1..12))
+            .map(|_| pieces[rng.usize(..pieces.len())])
+            .collect()
+    };
+    let endpoints = [
+        "127.0.0.1:7001",
+        "10.0.0.2:6380",
+        "[2001:db8::1]:6379",
+        "node-001.example.cache.amazonaws.com:6379",
+        "r.example:1",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for case in 0..48 {
+        // Half from maps (random documents), half as layouts with random reasons.
+        let layout = if case % 2 == 0 {
+            let mut values: Vec<String> = (0..rng.usize(1..4))
+                .map(|_| {
+                    if rng.bool() {
+                        endpoints[rng.usize(..endpoints.len())].to_string()
+                    } else {
+                        text(&mut rng)
+                    }
+                })
+                .collect();
+            let reader = values.pop().unwrap();
+            let document = serde_json::json!({
+                "version": 1,
+                "fallback": reader,
+                "zones": {ZONE_A: values.first().cloned().unwrap_or_else(|| text(&mut rng))},
+                "replicas": {ZONE_A: values},
+            })
+            .to_string();
+            match locality_resolve::ReplicaMap::parse(&document) {
+                Ok(map) => Layout {
+                    replicas: map
+                        .candidates(&locality_resolve::Zone::parse(ZONE_A).unwrap(), "host")
+                        .unwrap_or_default(),
+                    reader: map.fallback,
+                    reason: Some(text(&mut rng)),
+                    zone: Some(ZONE_A.into()),
+                },
+                Err(e) => Layout {
+                    replicas: Vec::new(),
+                    reader: "127.0.0.1:7009".into(),
+                    reason: Some(format!("the map could not be read: {e}")),
+                    zone: Some(ZONE_A.into()),
+                },
+            }
+        } else {
+            Layout {
+                replicas: (0..rng.usize(0..3))
+                    .map(|_| endpoints[rng.usize(..endpoints.len())].to_string())
+                    .collect(),
+                reader: endpoints[rng.usize(..endpoints.len())].to_string(),
+                reason: Some(text(&mut rng)),
+                zone: Some(text(&mut rng)),
+            }
+        };
+        let clean_settings = haproxy::Settings {
+            listen: "127.0.0.1:6379".parse().unwrap(),
+            stats: rng.bool().then(|| "127.0.0.1:8404".parse().unwrap()),
+            tls_ca_file: rng.bool().then(|| "@system-ca".to_string()),
+            tls_server_name: Some("replicas.example".into()),
+            user: rng.bool().then(|| locality_resolve::sidecar::process::HaproxyUser {
+                name: "nobody".into(),
+                uid: NOBODY,
+                gid: NOBODY,
+            }),
+            // HAProxy's own resolvers on a closed port: `haproxy -c` never asks a real one.
+            nameservers: vec!["127.0.0.1:1".parse().unwrap()],
+            check_timeout: Duration::from_millis(300),
+            comments: Vec::new(),
+        };
+        let clean = haproxy::render(
+            &Layout {
+                reason: None,
+                zone: None,
+                ..layout.clone()
+            },
+            &clean_settings,
+        );
+        let mut settings = clean_settings.clone();
+        settings.comments = (0..3).map(|_| text(&mut rng)).collect();
+        let config = haproxy::render(&layout, &settings);
+        assert_eq!(
+            haproxy::directives(&config),
+            haproxy::directives(&clean),
+            "case {case}:\n{config}"
+        );
+        assert!(
+            !config.lines().any(|l| l.trim_start().starts_with("lua-load")),
+            "{config}"
+        );
+        let file = dir.path().join(format!("case{case}.cfg"));
+        std::fs::write(&file, &config).unwrap();
+        let check = Command::new("haproxy")
+            .args(["-c", "-q", "-f"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "case {case}: haproxy -c refused:\n{}\n{config}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+
+    // End to end: the map's error text carries a newline and a directive.
+    let evil = "/nonexistent/map\nglobal\n  lua-load /tmp/evil.lua\n#";
+    let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args([
+            "sidecar",
+            "--print-config",
+            "--stats",
+            "off",
+            "--zone",
+            ZONE_A,
+            "--fallback",
+            "127.0.0.1:7009",
+            "--map",
+            evil,
+        ])
+        .output()
+        .unwrap();
+    let config = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !config.lines().any(|l| l.trim_start().starts_with("lua-load")),
+        "{config}"
+    );
+    assert!(config.contains("server reader 127.0.0.1:7009"), "{config}");
+    let file = dir.path().join("evil.cfg");
+    std::fs::write(&file, &config).unwrap();
+    let check = Command::new("haproxy")
+        .args(["-c", "-q", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+}
+
+/// Item 7. HAProxy never outlives the sidecar: after SIGKILL of the sidecar its HAProxy is gone
+/// within 2 s (parent-death signal) and a restart serves alone; SIGUSR2 and SIGALRM are ignored
+/// (before: each of the three left HAProxy running, and a restart bound a second listener on
+/// the same port beside the orphan); SIGTERM and SIGINT stop both within 2 s. An HAProxy left
+/// in the run directory (as on a platform without the parent-death signal) is stopped by the
+/// next sidecar before it starts its own. A second sidecar on the same run directory is refused;
+/// one on the same port cannot bind it (`noreuseport`), and the first keeps every read.
+#[test]
+fn haproxy_never_outlives_the_sidecar_and_one_sidecar_owns_a_port() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let program = Path::new(env!("CARGO_BIN_EXE_locality"));
+    let run = dir.path().join("run");
+    let port = free_port();
+    let args = ["--zone", ZONE_A, "--run-dir", run.to_str().unwrap()];
+    let start = || {
+        let (child, stderr) = spawn_sidecar(None, program, &map, port, &args, &[]);
+        assert!(
+            wait_for(Duration::from_secs(10), || serves(port)).is_some(),
+            "{}",
+            stderr.lock().unwrap()
+        );
+        (child, stderr)
+    };
+    let gone_within = |limit: Duration| wait_for(limit, || processes_in(&run).is_empty() && !serves(port));
+
+    // SIGKILL: HAProxy follows within 2 s; the restart serves, alone.
+    let (mut child, _) = start();
+    let haproxy = processes_in(&run);
+    assert!(haproxy.len() >= 2, "{haproxy:?}");
+    send_signal(child.id(), "KILL");
+    let _ = child.wait();
+    let after = gone_within(Duration::from_secs(2))
+        .unwrap_or_else(|| panic!("HAProxy outlived SIGKILL: {:?}", processes_in(&run)));
+    eprintln!("SIGKILL of the sidecar: HAProxy gone after {after:?}");
+    let (mut child, stderr) = start();
+    let masters = processes_in(&run)
+        .into_iter()
+        .filter(|p| u32::try_from(p.ppid).ok() == Some(child.id()))
+        .count();
+    assert_eq!(masters, 1);
+
+    // USR2 and ALRM: ignored, said so; reads go on.
+    for signal in ["USR2", "ALRM"] {
+        send_signal(child.id(), signal);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(child.try_wait().unwrap().is_none(), "SIG{signal} ended the sidecar");
+        assert!(serves(port));
+    }
+    assert!(stderr.lock().unwrap().contains("ignored"), "{}", stderr.lock().unwrap());
+
+    // A second sidecar on the same run directory: refused. One on the same port with its own
+    // run directory: HAProxy cannot bind; the first keeps every read.
+    let (mut second, said) = spawn_sidecar(None, program, &map, free_port(), &args, &[]);
+    assert_eq!(
+        wait_timeout(&mut second, Duration::from_secs(10)).and_then(|s| s.code()),
+        Some(1)
+    );
+    assert!(
+        said.lock()
+            .unwrap()
+            .contains("another locality sidecar runs with the run directory"),
+        "{}",
+        said.lock().unwrap()
+    );
+    let other_run = dir.path().join("other-run");
+    let (mut third, said) = spawn_sidecar(
+        None,
+        program,
+        &map,
+        port,
+        &["--zone", ZONE_A, "--run-dir", other_run.to_str().unwrap()],
+        &[],
+    );
+    let status = wait_timeout(&mut third, Duration::from_secs(10)).expect("the second listener fails");
+    assert_ne!(status.code(), Some(0), "{}", said.lock().unwrap());
+    assert!(said.lock().unwrap().contains("annot bind"), "{}", said.lock().unwrap());
+    let before = group.a1.gets();
+    assert_eq!(
+        (0..20)
+            .filter(
+                |_| TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut s| command(&mut s, &["GET", "k"]).is_ok())
+            )
+            .count(),
+        20
+    );
+    assert_eq!(group.a1.gets() - before, 20);
+
+    // SIGTERM and SIGINT: both stop within 2 s.
+    for signal in ["TERM", "INT"] {
+        let started = Instant::now();
+        send_signal(child.id(), signal);
+        let status = wait_timeout(&mut child, Duration::from_secs(2));
+        assert!(status.is_some(), "SIG{signal}: the sidecar still runs after 2 s");
+        gone_within(Duration::from_secs(2) - started.elapsed().min(Duration::from_secs(2)))
+            .unwrap_or_else(|| panic!("SIG{signal}: HAProxy still runs: {:?}", processes_in(&run)));
+        eprintln!(
+            "SIG{signal}: the sidecar and HAProxy stopped after {:?}",
+            started.elapsed()
+        );
+        if signal == "TERM" {
+            child = start().0;
+        }
+    }
+
+    // An HAProxy left in the run directory (started by hand there, from the last
+    // configuration): the next sidecar stops it before starting its own.
+    let mut left = Command::new("haproxy")
+        .args(["-W", "-db", "-f", "haproxy.cfg"])
+        .current_dir(&run)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(5), || serves(port)).is_some());
+    // (It serves already: wait for the sidecar's own word, then for its HAProxy.)
+    let (mut child, stderr) = spawn_sidecar(None, program, &map, port, &args, &[]);
+    assert!(
+        wait_for(Duration::from_secs(5), || stderr
+            .lock()
+            .unwrap()
+            .contains("left behind in"))
+        .is_some(),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    assert!(
+        wait_timeout(&mut left, Duration::from_secs(3)).is_some(),
+        "the leftover still runs"
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || serves(port)).is_some(),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    // One HAProxy in the run directory: the new sidecar's (its workers are its children).
+    let procs = processes_in(&run);
+    let pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
+    let masters: Vec<&Proc> = procs.iter().filter(|p| !pids.contains(&p.ppid)).collect();
+    assert!(
+        masters.len() == 1 && u32::try_from(masters[0].ppid).ok() == Some(child.id()),
+        "{procs:?}"
+    );
+    send_signal(child.id(), "TERM");
+    wait_timeout(&mut child, Duration::from_secs(2)).expect("stops");
+}
+
+/// Item 8. Fifty replicas that accept connections and never answer: probed at once, within one
+/// deadline (about the check timeout), so the first read is served — by the reader — well within
+/// 2 s of the start (before: one after another, about 15 s). With a live replica among them,
+/// reads go to it.
+#[test]
+fn fifty_silent_replicas_do_not_delay_the_first_read() {
+    let group = Group::start();
+    let silent: Vec<TcpListener> = (0..50).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    let silent: Vec<String> = silent
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let program = Path::new(env!("CARGO_BIN_EXE_locality"));
+    for live in [false, true] {
+        let mut replicas = silent.clone();
+        if live {
+            replicas.insert(37, group.a1.endpoint());
+        }
+        let map = dir.path().join(format!("map-{live}.json"));
+        std::fs::write(
+            &map,
+            serde_json::json!({"version": 1, "fallback": group.reader.endpoint(), "zones": {ZONE_A: replicas[0]}, "replicas": {ZONE_A: replicas}})
+                .to_string(),
+        )
+        .unwrap();
+        let port = free_port();
+        let before = group.gets();
+        let started = Instant::now();
+        let run = dir.path().join(format!("run-{live}"));
+        let (mut child, stderr) = spawn_sidecar(
+            None,
+            program,
+            &map,
+            port,
+            &["--zone", ZONE_A, "--run-dir", run.to_str().unwrap()],
+            &[],
+        );
+        let first = wait_for(Duration::from_secs(10), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut s| {
+                let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+                command(&mut s, &["GET", "k"]).is_ok()
+            })
+        })
+        .unwrap_or_else(|| panic!("no read within 10 s: {}", stderr.lock().unwrap()));
+        let elapsed = started.elapsed();
+        let served = delta(before, group.gets());
+        eprintln!(
+            "50 silent replicas{}: first read served {elapsed:?} after the start (a1 {}, reader {})",
+            if live { " and a live one" } else { "" },
+            served[1],
+            served[4]
+        );
+        assert!(
+            elapsed < Duration::from_secs(2),
+            "{elapsed:?} ({first:?})\n{}",
+            stderr.lock().unwrap()
+        );
+        if live {
+            assert!(
+                served[1] >= 1 && served[4] == 0,
+                "{served:?}\n{}",
+                stderr.lock().unwrap()
+            );
+        } else {
+            assert!(served[4] >= 1, "{served:?}");
+            assert!(
+                stderr
+                    .lock()
+                    .unwrap()
+                    .contains("50 of the zone's replicas did not answer the probe"),
+                "{}",
+                stderr.lock().unwrap()
+            );
+        }
+        send_signal(child.id(), "TERM");
+        wait_timeout(&mut child, Duration::from_secs(3)).expect("stops");
+    }
+}
+
+/// Item 9 (the sidecar's side: `tests/resolve.rs` has resolve's) and the map file's owner. An
+/// unusable `LOCALITY_ZONE` with `LOCALITY_FALLBACK`: the sidecar serves from the reader and says
+/// why (before: a usage error, no sidecar). A map file another user owns, or that others may
+/// write: a root sidecar does not believe it (with a fallback it reads from there, naming the
+/// file); a sidecar running as nobody warns and reads it.
+#[test]
+fn an_unusable_zone_and_a_map_file_others_could_write() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    open_to_all(dir.path());
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let program = Path::new(env!("CARGO_BIN_EXE_locality"));
+    let port = free_port();
+    let run = dir.path().join("run-zone");
+    let (mut child, stderr) = spawn_sidecar(
+        None,
+        program,
+        &map,
+        port,
+        &["--run-dir", run.to_str().unwrap()],
+        &[
+            ("LOCALITY_ZONE", "us-east-1-garbage_"),
+            ("LOCALITY_FALLBACK", "127.0.0.1:1"),
+        ],
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || serves(port)).is_some(),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    let before = group.reader.gets();
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut s| command(&mut s, &["GET", "k"]).is_ok()));
+    assert_eq!(group.reader.gets() - before, 1);
+    assert!(
+        stderr
+            .lock()
+            .unwrap()
+            .contains(r#"LOCALITY_ZONE="us-east-1-garbage_" is neither an AZ name"#),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    send_signal(child.id(), "TERM");
+    wait_timeout(&mut child, Duration::from_secs(3)).expect("stops");
+
+    // The map file is the other user's: root does not read it.
+    std::os::unix::fs::chown(&map, Some(OTHER_USER), Some(OTHER_USER)).unwrap();
+    let resolve = |uid: Option<u32>, fallback: bool| {
+        let mut cmd = match uid {
+            None => Command::new(program),
+            Some(uid) => {
+                let mut c = Command::new("setpriv");
+                c.args([
+                    format!("--reuid={uid}"),
+                    format!("--regid={uid}"),
+                    "--clear-groups".into(),
+                    "--".into(),
+                ])
+                .arg(program);
+                c
+            }
+        };
+        cmd.args([
+            "resolve",
+            "--zone",
+            ZONE_A,
+            "--cache-dir",
+            "/nonexistent/cache",
+            "--map",
+        ])
+        .arg(&map);
+        if fallback {
+            cmd.args(["--fallback", "given.example:6379"]);
+        }
+        let out = cmd.env("AWS_EC2_METADATA_DISABLED", "true").output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = resolve(None, true);
+    assert_eq!((code, out.as_str()), (Some(0), "given.example:6379\n"), "{err}");
+    assert!(
+        err.contains(&format!("{} is owned by uid {OTHER_USER}", map.display())) && err.contains("running as root"),
+        "{err}"
+    );
+    let (code, _, err) = resolve(None, false);
+    assert_eq!(code, Some(1), "{err}");
+    // Nobody reads it, with a warning naming it.
+    let (code, out, err) = resolve(Some(NOBODY), false);
+    assert_eq!((code, out.trim()), (Some(0), group.a1.endpoint().as_str()), "{err}");
+    assert!(
+        err.contains(&format!("{} is owned by uid {OTHER_USER}", map.display())),
+        "{err}"
+    );
+    // Root's own file, but writable by others: not believed either.
+    std::os::unix::fs::chown(&map, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&map, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    let (code, out, err) = resolve(None, true);
+    assert_eq!((code, out.as_str()), (Some(0), "given.example:6379\n"), "{err}");
+    assert!(err.contains("writable by others"), "{err}");
 }
