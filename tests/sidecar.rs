@@ -1090,6 +1090,68 @@ fn the_guides_deployments_start_the_sidecar_as_written() {
         );
     }
 
+    // The hardened settings are there: not root, a read-only root file system, no privilege
+    // escalation, no capabilities; the systemd unit a user of its own and its runtime directory.
+    for setting in [
+        "runAsNonRoot: true",
+        "runAsUser: 10001",
+        "readOnlyRootFilesystem: true",
+        "allowPrivilegeEscalation: false",
+        "drop: [\"ALL\"]",
+    ] {
+        assert!(yaml.contains(setting), "{setting}: {yaml}");
+    }
+    assert_eq!(sidecar["user"], "10001:10001");
+    assert_eq!(sidecar["readonlyRootFilesystem"], true);
+    assert_eq!(sidecar["linuxParameters"]["capabilities"]["drop"][0], "ALL");
+    for setting in ["DynamicUser=yes", "NoNewPrivileges=yes", "CapabilityBoundingSet=\n", "RuntimeDirectory=locality"] {
+        assert!(unit.contains(setting), "{setting}: {unit}");
+    }
+    // Started as those manifests start it: as uid 10001 (no passwd entry, as in an image), with
+    // their environment (the run directory on /dev/shm, the container's tmpfs), it serves, and
+    // it and its HAProxy run as 10001.
+    let xdg = |env: &serde_json::Value| {
+        env.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "XDG_RUNTIME_DIR")
+            .map(|e| e["value"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let k8s_xdg = yaml
+        .lines()
+        .skip_while(|l| !l.contains("XDG_RUNTIME_DIR"))
+        .nth(1)
+        .and_then(|l| l.split_once("value:"))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap();
+    assert_eq!(k8s_xdg, xdg(&sidecar["environment"]));
+    let reader = Node::start(ZONE_B, None);
+    let open = tempfile::tempdir().unwrap();
+    open_to_all(open.path());
+    let live_map = open.path().join("map.json");
+    std::fs::write(
+        &live_map,
+        format!(r#"{{"version":1,"fallback":"{}","zones":{{}}}}"#, reader.endpoint()),
+    )
+    .unwrap();
+    let port = free_port();
+    let (mut child, stderr) = spawn_sidecar(
+        Some(10001),
+        Path::new(env!("CARGO_BIN_EXE_locality")),
+        &live_map,
+        port,
+        &["--zone", ZONE_A],
+        &[("XDG_RUNTIME_DIR", &k8s_xdg), ("LOCALITY_FALLBACK", "127.0.0.1:1")],
+    );
+    assert!(wait_for(Duration::from_secs(10), || serves(port)).is_some(), "{}", stderr.lock().unwrap());
+    let run = Path::new(&k8s_xdg).join(format!("locality/sidecar-{port}"));
+    let procs = processes_in(&run);
+    assert!(procs.len() >= 2 && procs.iter().all(|p| p.uid == 10001), "{procs:?}");
+    send_signal(child.id(), "TERM");
+    wait_timeout(&mut child, Duration::from_secs(3)).expect("stops");
+    let _ = std::fs::remove_dir_all(&run);
+
     // The PromQL's series, from a running sidecar's /metrics.
     let group = Group::start();
     std::fs::write(&map, group.map(&group.a1)).unwrap();
