@@ -190,5 +190,12 @@ fn resolve(data: &[u8]) {
     let _ = source::under_key(&text, "replica_map");
     let _ = locality::provider::resources::zone_replica_map::shared_secret::document_under(&text, "replica_map");
     let _ = locality_resolve::split_endpoint(&text);
+    let _ = locality_resolve::zone_env_problem(&text);
+    let _ = locality_resolve::check::tls_server_name(&text, Some(&text));
+    let comment = locality_resolve::sidecar::haproxy::comment_text(&text);
+    assert!(
+        comment.bytes().all(|b| b == b' ' || b.is_ascii_graphic()),
+        "{comment:?}"
+    );
     let _ = locality_resolve::shell_quote(&text);
 }

@@ -1104,7 +1104,12 @@ fn the_guides_deployments_start_the_sidecar_as_written() {
     assert_eq!(sidecar["user"], "10001:10001");
     assert_eq!(sidecar["readonlyRootFilesystem"], true);
     assert_eq!(sidecar["linuxParameters"]["capabilities"]["drop"][0], "ALL");
-    for setting in ["DynamicUser=yes", "NoNewPrivileges=yes", "CapabilityBoundingSet=\n", "RuntimeDirectory=locality"] {
+    for setting in [
+        "DynamicUser=yes",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=\n",
+        "RuntimeDirectory=locality",
+    ] {
         assert!(unit.contains(setting), "{setting}: {unit}");
     }
     // Started as those manifests start it: as uid 10001 (no passwd entry, as in an image), with
@@ -1144,7 +1149,11 @@ fn the_guides_deployments_start_the_sidecar_as_written() {
         &["--zone", ZONE_A],
         &[("XDG_RUNTIME_DIR", &k8s_xdg), ("LOCALITY_FALLBACK", "127.0.0.1:1")],
     );
-    assert!(wait_for(Duration::from_secs(10), || serves(port)).is_some(), "{}", stderr.lock().unwrap());
+    assert!(
+        wait_for(Duration::from_secs(10), || serves(port)).is_some(),
+        "{}",
+        stderr.lock().unwrap()
+    );
     let run = Path::new(&k8s_xdg).join(format!("locality/sidecar-{port}"));
     let procs = processes_in(&run);
     assert!(procs.len() >= 2 && procs.iter().all(|p| p.uid == 10001), "{procs:?}");
@@ -1477,8 +1486,8 @@ struct Proc {
     cmdline: String,
 }
 
-/// Processes whose working directory is `dir`: HAProxy's master and workers start in the run
-/// directory.
+/// Processes working in `dir`: HAProxy's master and workers start in the run directory (an
+/// HAProxy started by an older sidecar is found by its `-f <dir>/haproxy.cfg`).
 fn processes_in(dir: &Path) -> Vec<Proc> {
     use std::os::unix::fs::MetadataExt as _;
     let Ok(target) = std::fs::metadata(dir).map(|m| (m.dev(), m.ino())) else {
@@ -1490,7 +1499,9 @@ fn processes_in(dir: &Path) -> Vec<Proc> {
             continue;
         };
         let cwd = std::fs::metadata(format!("/proc/{pid}/cwd")).map(|m| (m.dev(), m.ino()));
-        if cwd.ok() != Some(target) {
+        let named = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+            .contains(&format!("{}/haproxy.cfg", dir.display()));
+        if cwd.ok() != Some(target) && !named {
             continue;
         }
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
@@ -1582,10 +1593,12 @@ fn run_directories_another_user_could_swap_are_refused_and_nothing_is_changed() 
     let program = Path::new(env!("CARGO_BIN_EXE_locality"));
     let no_defaults = [("TMPDIR", shared.to_str().unwrap()), ("XDG_RUNTIME_DIR", "")];
 
-    // The other user was first: <tmp>/locality-65534 is theirs.
+    // The other user was first: <tmp>/locality-65534 is theirs, open to all so that the
+    // sidecar can create its run directory in it (and they can rename it away).
     let squatted = shared.join(format!("locality-{NOBODY}"));
     std::fs::create_dir(&squatted).unwrap();
     std::os::unix::fs::chown(&squatted, Some(OTHER_USER), Some(OTHER_USER)).unwrap();
+    std::fs::set_permissions(&squatted, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let port = free_port();
     let (mut child, stderr) = spawn_sidecar(Some(NOBODY), program, &map, port, &["--zone", ZONE_A], &no_defaults);
     let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("refused at once");

@@ -127,7 +127,7 @@ pub fn zone_env_problem(value: &str) -> Option<String> {
 
 /// TLS for the check, as the options ask for it.
 pub(crate) fn check_tls(options: &Options) -> Option<check::Tls<'_>> {
-    options.tls.then(|| check::Tls {
+    options.tls.then_some(check::Tls {
         server_name: options.tls_server_name.as_deref(),
     })
 }

@@ -40,6 +40,8 @@ fn trusted_owner(uid: u32) -> bool {
     uid == 0 || uid == euid()
 }
 
+// (`st_mode` is u16 on some systems.)
+#[allow(clippy::unnecessary_cast)]
 fn mode_bits(stat: &rustix::fs::Stat) -> u32 {
     (stat.st_mode as u32) & 0o7777
 }

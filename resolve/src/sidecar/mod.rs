@@ -149,7 +149,7 @@ fn probe_all(candidates: &[String], options: &Options) -> Vec<Probed> {
         let (tx, endpoint) = (tx.clone(), endpoint.clone());
         let (timeout, tls, name) = (options.check_timeout, options.tls, options.tls_server_name.clone());
         let spawned = std::thread::Builder::new().spawn(move || {
-            let tls = tls.then(|| check::Tls {
+            let tls = tls.then_some(check::Tls {
                 server_name: name.as_deref(),
             });
             let _ = tx.send((n, check::probe(&endpoint, timeout, tls)));
