@@ -2161,6 +2161,8 @@ fn haproxy_never_outlives_the_sidecar_and_one_sidecar_owns_a_port() {
         .spawn()
         .unwrap();
     assert!(wait_for(Duration::from_secs(5), || serves(port)).is_some());
+    // Someone else working in the directory (an administrator's shell) is not HAProxy: left alone.
+    let mut bystander = Command::new("sleep").arg("30").current_dir(&run).spawn().unwrap();
     // (It serves already: wait for the sidecar's own word, then for its HAProxy.)
     let (mut child, stderr) = spawn_sidecar(None, program, &map, port, &args, &[]);
     assert!(
@@ -2181,6 +2183,12 @@ fn haproxy_never_outlives_the_sidecar_and_one_sidecar_owns_a_port() {
         "{}",
         stderr.lock().unwrap()
     );
+    assert!(
+        bystander.try_wait().unwrap().is_none(),
+        "the sidecar stopped a process that is not HAProxy"
+    );
+    let _ = bystander.kill();
+    let _ = bystander.wait();
     // One HAProxy in the run directory: the new sidecar's (its workers are its children).
     let procs = processes_in(&run);
     let pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();

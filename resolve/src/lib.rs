@@ -94,7 +94,7 @@ impl Options {
         Options {
             map,
             zone_flag: None,
-            zone_env: std::env::var("LOCALITY_ZONE").ok().and_then(|z| Zone::parse(&z)),
+            zone_env: std::env::var("LOCALITY_ZONE").ok().and_then(|z| Zone::parse(z.trim())),
             zone_env_problem: std::env::var("LOCALITY_ZONE").ok().and_then(|z| zone_env_problem(&z)),
             metadata: MetadataEnv::from_env(),
             budget: Budget::default(),

@@ -24,7 +24,7 @@ pub mod runtime;
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -474,7 +474,13 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     let log = |line: String| {
         let _ = writeln!(std::io::stderr(), "locality sidecar: {}", one_line(&line));
     };
-    let stopped = process::stop_leftovers(&dir);
+    let Some(program) = process::find_program(&options.haproxy) else {
+        return fail(format!(
+            "cannot run {} (not found on PATH); install HAProxy (Debian and Ubuntu: apt-get install haproxy) or pass --haproxy PATH",
+            options.haproxy.display()
+        ));
+    };
+    let stopped = process::stop_leftovers(&dir, &program);
     if !stopped.is_empty() {
         log(format!(
             "stopped {} process(es) left behind in {} by an earlier sidecar (pids {:?})",
@@ -497,6 +503,7 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     }
     let supervisor = Supervisor {
         options: options.clone(),
+        program,
         zone,
         zone_failure,
         source,
@@ -511,6 +518,8 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
 /// HAProxy under the sidecar: started, signalled, followed.
 struct Supervisor {
     options: SidecarOptions,
+    /// The HAProxy binary, as found at start.
+    program: PathBuf,
     zone: Option<Zone>,
     zone_failure: Option<String>,
     source: Option<ZoneSource>,
@@ -528,14 +537,7 @@ impl Supervisor {
         // parent-death signal).
         let signals =
             signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM]);
-        let Some(program) = process::find_program(&self.options.haproxy) else {
-            let _ = writeln!(
-                err,
-                "locality sidecar: cannot run {} (not found on PATH); install HAProxy (Debian and Ubuntu: apt-get install haproxy) or pass --haproxy PATH",
-                self.options.haproxy.display()
-            );
-            return 1;
-        };
+        let program = self.program.clone();
         let mut child = match process::haproxy_command(&program, &self.dir)
             .args(["-W", "-db", "-f", haproxy::CONFIG])
             .stdin(std::process::Stdio::null())
@@ -597,7 +599,7 @@ impl Supervisor {
         let follower = {
             let stop = Arc::clone(&stop);
             let reread = Arc::clone(&reread);
-            std::thread::spawn(move || self.follow(layout, pid, &program, &stop, &reread))
+            std::thread::spawn(move || self.follow(layout, pid, &stop, &reread))
         };
         let status = child.wait();
         stop.store(true, Ordering::SeqCst);
@@ -623,7 +625,7 @@ impl Supervisor {
 
     /// Every 200 ms: close sessions on replicas marked down; every interval (or on SIGHUP):
     /// re-read the map and apply a change.
-    fn follow(self, mut layout: Layout, pid: u32, program: &Path, stop: &AtomicBool, reread: &AtomicBool) {
+    fn follow(self, mut layout: Layout, pid: u32, stop: &AtomicBool, reread: &AtomicBool) {
         let admin = runtime::Admin::new(&self.dir.path_of(haproxy::SOCKET));
         let mut last_read = Instant::now();
         let mut last_failure: Option<String> = None;
@@ -711,7 +713,7 @@ impl Supervisor {
                 layout = new;
                 continue;
             }
-            match self.reload(&new, pid, program) {
+            match self.reload(&new, pid) {
                 Ok(()) => {
                     log(format!(
                         "the map changed: {} (HAProxy reloaded; open sessions finish on the old servers)",
@@ -726,14 +728,14 @@ impl Supervisor {
 
     /// Writes the configuration of `layout`, checks it with `haproxy -c`, and reloads
     /// (master-worker: SIGUSR2).
-    fn reload(&self, layout: &Layout, pid: u32, program: &Path) -> Result<(), String> {
+    fn reload(&self, layout: &Layout, pid: u32) -> Result<(), String> {
         let mut settings = self.settings.clone();
         settings.comments = header(&self.options, self.zone.as_ref(), self.source, layout);
         let text = haproxy::render(layout, &settings);
         self.dir
             .write(haproxy::CONFIG, text.as_bytes())
             .map_err(|e| format!("{}: {e}", self.dir.path().join(haproxy::CONFIG).display()))?;
-        let check = process::haproxy_command(program, &self.dir)
+        let check = process::haproxy_command(&self.program, &self.dir)
             .args(["-c", "-q", "-f", haproxy::CONFIG])
             .output()
             .map_err(|e| e.to_string())?;

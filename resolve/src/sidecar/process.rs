@@ -188,9 +188,11 @@ impl RunLock {
     }
 }
 
-/// Processes (other than this one) whose working directory is `dir`: an HAProxy left behind by
-/// an earlier sidecar of this run directory, and its workers. Linux (`/proc`); empty elsewhere.
-pub fn leftovers(dir: &TrustedDir) -> Vec<i32> {
+/// HAProxy processes (the `program` the sidecar runs, or any executable named `haproxy*`) whose
+/// working directory is `dir`: an HAProxy left behind by an earlier sidecar of this run
+/// directory, and its workers. Nothing else is touched (an administrator's shell in the
+/// directory, say). Linux (`/proc`); empty elsewhere.
+pub fn leftovers(dir: &TrustedDir, program: &Path) -> Vec<i32> {
     let Ok(identity) = dir.identity() else {
         return Vec::new();
     };
@@ -206,14 +208,23 @@ pub fn leftovers(dir: &TrustedDir) -> Vec<i32> {
             use std::os::unix::fs::MetadataExt as _;
             std::fs::metadata(format!("/proc/{pid}/cwd")).is_ok_and(|m| (m.dev(), m.ino()) == identity)
         })
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
+                exe == program
+                    || std::fs::canonicalize(program).is_ok_and(|p| p == exe)
+                    || exe
+                        .file_name()
+                        .is_some_and(|name| name.to_string_lossy().starts_with("haproxy"))
+            })
+        })
         .collect()
 }
 
 /// Stops what [`leftovers`] finds: SIGTERM, then SIGKILL for what is still there after 2 s.
 /// The pids it stopped.
-pub fn stop_leftovers(dir: &TrustedDir) -> Vec<i32> {
+pub fn stop_leftovers(dir: &TrustedDir, program: &Path) -> Vec<i32> {
     use rustix::process::{kill_process, test_kill_process, Pid, Signal};
-    let found = leftovers(dir);
+    let found = leftovers(dir, program);
     for pid in found.iter().filter_map(|p| Pid::from_raw(*p)) {
         let _ = kill_process(pid, Signal::TERM);
     }
