@@ -126,6 +126,7 @@ fn io_problem(e: &std::io::Error) -> String {
 fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>), String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("{} cannot be read ({})", path.display(), io_problem(&e)))?;
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut notes = Vec::new();
     #[cfg(unix)]
     if let Some(problem) = crate::trusted::untrusted_file(&file, path) {

@@ -11,7 +11,9 @@ Valkey 9 nodes (a primary and two replicas in zone a, the reader in zone b), the
   - recovery: the replica restarted: time until a new connection's read lands on it (counted on
     the node);
   - map change: the map rewritten to the other replica: time until a new connection's read lands
-    on it.
+    on it;
+  - start-up: a map whose zone has 50 silent replicas: time from the start to the first read
+    (served by the reader).
 Prints the figures and appends rows (figure, value, baseline, ratio, goal) to TABLE.
 """
 
@@ -241,6 +243,39 @@ row("map change: new replica serves (--interval 1)", "%.3f s" % (moved or -1), "
 
 sidecar.send_signal(signal.SIGTERM)
 sidecar.wait(timeout=10)
+
+# Start-up with 50 silent replicas (listening, never answering): the first read, from the reader,
+# after the start. Probed at once within one deadline (the check timeout, 300 ms).
+silent = []
+for _ in range(50):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    silent.append(s)
+silent_map = os.path.join(work, "sidecar-silent-map.json")
+with open(silent_map, "w") as f:
+    json.dump({"version": 1, "fallback": reader.endpoint(),
+               "zones": {ZONE_A: "127.0.0.1:%d" % silent[0].getsockname()[1]},
+               "replicas": {ZONE_A: ["127.0.0.1:%d" % s.getsockname()[1] for s in silent]}}, f)
+listen = free_port()
+started = time.monotonic()
+quiet = subprocess.Popen([locality, "sidecar", "--map", silent_map, "--zone", ZONE_A, "--listen", "127.0.0.1:%d" % listen,
+                          "--stats", "off", "--run-dir", os.path.join(work, "sidecar-silent-run"),
+                          "--cache-dir", os.path.join(work, "sidecar-cache")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+first = None
+while time.monotonic() - started < 30:
+    if fresh_read():
+        first = time.monotonic() - started
+        break
+    time.sleep(0.01)
+print("start-up: 50 silent replicas, first read (from the reader) %.3f s after the start" % (first or -1))
+row("start-up with 50 silent replicas: first read", "%.3f s" % (first or -1), "check timeout 0.3 s",
+    "%.1fx" % ((first or 0) / 0.3), "< 2 s")
+quiet.send_signal(signal.SIGTERM)
+quiet.wait(timeout=10)
+for s in silent:
+    s.close()
 for n in (primary, a1, a2, reader):
     n.kill()
 with open(table, "a") as f:
