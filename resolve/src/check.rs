@@ -76,11 +76,24 @@ pub fn tls_server_name(endpoint: &str, given: Option<&str>) -> Result<String, St
     if host.parse::<std::net::IpAddr>().is_err() {
         return Ok(host.to_string());
     }
-    given.map(str::to_string).ok_or_else(|| {
-        format!(
+    let Some(name) = given else {
+        return Err(format!(
             "TLS to {endpoint}: an IP address gives no name to verify the certificate against; pass --tls-server-name NAME (or set LOCALITY_TLS_SERVER_NAME) with the name the nodes' certificates carry"
-        )
-    })
+        ));
+    };
+    // A DNS name only (it is written into HAProxy's configuration).
+    let dns = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'*'));
+    if !dns {
+        return Err(format!(
+            "the TLS server name {:?} is not a DNS name",
+            name.chars().take(80).collect::<String>()
+        ));
+    }
+    Ok(name.to_string())
 }
 
 /// Pings `endpoint` and asks it for its zone, all within `timeout`; `Err` says why it is not
