@@ -208,6 +208,17 @@ impl Group {
         ]
     }
 
+    /// Zone a spread over a1 and a2 (`spread_replicas`), the reader as fallback.
+    fn spread_map(&self) -> String {
+        format!(
+            r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}"}},"replicas":{{"{ZONE_A}":["{}","{}"]}}}}"#,
+            self.reader.endpoint(),
+            self.a1.endpoint(),
+            self.a1.endpoint(),
+            self.a2.endpoint()
+        )
+    }
+
     fn map(&self, zone_a: &Node) -> String {
         format!(
             r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}","{ZONE_C}":"{}"}}}}"#,
@@ -326,6 +337,22 @@ impl Drop for Sidecar {
     }
 }
 
+/// `program`, as `uid` when given (`setpriv`, no supplementary groups).
+fn as_user(uid: Option<u32>, program: &Path) -> Command {
+    let Some(uid) = uid else {
+        return Command::new(program);
+    };
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        format!("--reuid={uid}"),
+        format!("--regid={uid}"),
+        "--clear-groups".into(),
+        "--".into(),
+    ])
+    .arg(program);
+    cmd
+}
+
 /// `locality sidecar --map MAP --listen 127.0.0.1:PORT ARGS` (statistics off unless ARGS say),
 /// as `uid` when given (`setpriv`), with the test environment's zone and metadata variables
 /// removed; its stderr collected.
@@ -337,20 +364,7 @@ fn spawn_sidecar(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (Child, Arc<Mutex<String>>) {
-    let mut cmd = match uid {
-        None => Command::new(program),
-        Some(uid) => {
-            let mut cmd = Command::new("setpriv");
-            cmd.args([
-                format!("--reuid={uid}"),
-                format!("--regid={uid}"),
-                "--clear-groups".into(),
-                "--".into(),
-            ])
-            .arg(program);
-            cmd
-        }
-    };
+    let mut cmd = as_user(uid, program);
     cmd.args(["sidecar", "--map"])
         .arg(map)
         .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -1439,14 +1453,7 @@ fn a_change_of_shape_reloads_haproxy_gracefully() {
     let sidecar = Sidecar::start(&map, &["--zone", ZONE_A, "--interval", "1"], &[]);
     let mut open = TcpStream::connect(("127.0.0.1", sidecar.port)).unwrap();
     command(&mut open, &["GET", "k"]).unwrap();
-    let spread = format!(
-        r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}"}},"replicas":{{"{ZONE_A}":["{}","{}"]}}}}"#,
-        group.reader.endpoint(),
-        group.a1.endpoint(),
-        group.a1.endpoint(),
-        group.a2.endpoint()
-    );
-    std::fs::write(&map, spread).unwrap();
+    std::fs::write(&map, group.spread_map()).unwrap();
     sidecar.wait_until(Duration::from_secs(10), "the reload", || {
         sidecar.stderr().contains("HAProxy reloaded")
     });
@@ -1690,14 +1697,7 @@ fn run_directories_another_user_could_swap_are_refused_and_nothing_is_changed() 
         format!("global\n  stats socket /tmp/planted.sock\ndefaults\n  mode tcp\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\nfrontend planted\n  bind 127.0.0.1:{planted_port}\n  default_backend b\nbackend b\n  server s 127.0.0.1:1\n"),
     )
     .unwrap();
-    let spread = format!(
-        r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}"}},"replicas":{{"{ZONE_A}":["{}","{}"]}}}}"#,
-        group.reader.endpoint(),
-        group.a1.endpoint(),
-        group.a1.endpoint(),
-        group.a2.endpoint()
-    );
-    std::fs::write(&map, spread).unwrap();
+    std::fs::write(&map, group.spread_map()).unwrap();
     assert!(
         wait_for(Duration::from_secs(10), || std::fs::read_to_string(
             moved.join("haproxy.cfg")
@@ -1806,14 +1806,7 @@ fn haproxy_runs_unprivileged_without_the_sidecars_environment() {
     assert_eq!(sidecar.fresh_reads(20), 20, "{}", sidecar.stderr());
     assert_eq!(group.a1.gets() - before, 20);
     // A reload (another shape): reads go on, the new workers are nobody's too.
-    let spread = format!(
-        r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_A}":"{}"}},"replicas":{{"{ZONE_A}":["{}","{}"]}}}}"#,
-        group.reader.endpoint(),
-        group.a1.endpoint(),
-        group.a1.endpoint(),
-        group.a2.endpoint()
-    );
-    std::fs::write(&map, spread).unwrap();
+    std::fs::write(&map, group.spread_map()).unwrap();
     let before = group.a2.gets();
     sidecar.wait_until(Duration::from_secs(10), "reads on a2 after the reload", || {
         sidecar.fresh_reads(2) == 2 && group.a2.gets() > before
@@ -1889,7 +1882,7 @@ fn no_remote_text_reaches_the_configuration() {
         "é",
         "\"",
         "\\",
-        "server x 10.0.0.1:1",
+        "server x 127.0.0.9:1",
         "}",
         "{",
         ":",
@@ -1907,7 +1900,7 @@ fn no_remote_text_reaches_the_configuration() {
     };
     let endpoints = [
         "127.0.0.1:7001",
-        "10.0.0.2:6380",
+        "127.0.0.2:6380",
         "[2001:db8::1]:6379",
         "node-001.example.cache.amazonaws.com:6379",
         "r.example:1",
@@ -2331,20 +2324,7 @@ fn an_unusable_zone_and_a_map_file_others_could_write() {
     // The map file is the other user's: root does not read it.
     std::os::unix::fs::chown(&map, Some(OTHER_USER), Some(OTHER_USER)).unwrap();
     let resolve = |uid: Option<u32>, fallback: bool| {
-        let mut cmd = match uid {
-            None => Command::new(program),
-            Some(uid) => {
-                let mut c = Command::new("setpriv");
-                c.args([
-                    format!("--reuid={uid}"),
-                    format!("--regid={uid}"),
-                    "--clear-groups".into(),
-                    "--".into(),
-                ])
-                .arg(program);
-                c
-            }
-        };
+        let mut cmd = as_user(uid, program);
         cmd.args([
             "resolve",
             "--zone",

@@ -82,12 +82,7 @@ pub fn tls_server_name(endpoint: &str, given: Option<&str>) -> Result<String, St
         ));
     };
     // A DNS name only (it is written into HAProxy's configuration).
-    let dns = !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'*'));
-    if !dns {
+    if !crate::zone::is_dns_name(name) {
         return Err(format!(
             "the TLS server name {:?} is not a DNS name",
             name.chars().take(80).collect::<String>()

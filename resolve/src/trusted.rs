@@ -40,6 +40,24 @@ fn trusted_owner(uid: u32) -> bool {
     uid == 0 || uid == euid()
 }
 
+/// Why `path` (`what` it is: "" or "a symbolic link ") cannot be trusted for its owner `uid`.
+fn owner_problem(path: &Path, what: &str, uid: u32) -> Result<(), String> {
+    if trusted_owner(uid) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} is {what}owned by uid {uid} (allowed: root, or this process's user, uid {})",
+        path.display(),
+        euid()
+    ))
+}
+
+/// `/`, opened.
+fn open_root() -> Result<OwnedFd, String> {
+    rustix::fs::open("/", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("/: {}", std::io::Error::from(e)))
+}
+
 // (`st_mode` is u16 on some systems.)
 #[allow(clippy::unnecessary_cast)]
 fn mode_bits(stat: &rustix::fs::Stat) -> u32 {
@@ -69,14 +87,7 @@ fn judge(stat: &rustix::fs::Stat, path: &Path, last: bool) -> Result<(), String>
         }
         return Ok(());
     }
-    if !trusted_owner(stat.st_uid) {
-        return Err(format!(
-            "{} is owned by uid {} (allowed: root, or this process's user, uid {})",
-            path.display(),
-            stat.st_uid,
-            euid()
-        ));
-    }
+    owner_problem(path, "", stat.st_uid)?;
     if mode & 0o022 != 0 && mode & 0o1000 == 0 {
         return Err(format!(
             "{} is writable by {} and not sticky (mode {:04o})",
@@ -116,8 +127,7 @@ impl TrustedDir {
         let mut links = 0;
         // Components still to walk, last first (so that a link's target can be pushed on).
         push_components(&mut pending, &absolute);
-        let mut fd = rustix::fs::open("/", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| io(Path::new("/"), e))?;
+        let mut fd = open_root()?;
         let mut at = PathBuf::from("/");
         judge(
             &rustix::fs::fstat(&fd).map_err(|e| io(&at, e))?,
@@ -155,14 +165,7 @@ impl TrustedDir {
                     if FileType::from_raw_mode(stat.st_mode) != FileType::Symlink {
                         return Err(format!("{} is not a directory", next.display()));
                     }
-                    if !trusted_owner(stat.st_uid) {
-                        return Err(format!(
-                            "{} is a symbolic link owned by uid {} (allowed: root, or this process's user, uid {})",
-                            next.display(),
-                            stat.st_uid,
-                            euid()
-                        ));
-                    }
+                    owner_problem(&next, "a symbolic link ", stat.st_uid)?;
                     links += 1;
                     if links > MAX_LINKS {
                         return Err(format!("{}: too many symbolic links", absolute.display()));
@@ -170,8 +173,7 @@ impl TrustedDir {
                     let target = rustix::fs::readlinkat(fd.as_fd(), &name, Vec::new()).map_err(|e| io(&next, e))?;
                     let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
                     if target.is_absolute() {
-                        fd = rustix::fs::open("/", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                            .map_err(|e| io(Path::new("/"), e))?;
+                        fd = open_root()?;
                         at = PathBuf::from("/");
                     }
                     push_components(&mut pending, &target);
@@ -293,13 +295,8 @@ pub fn untrusted_file(file: &std::fs::File, path: &Path) -> Option<String> {
     let meta = file.metadata().ok()?;
     let mode = meta.mode() & 0o7777;
     let group_ok = mode & 0o020 == 0 || meta.gid() == 0 || meta.gid() == rustix::process::getegid().as_raw();
-    if !trusted_owner(meta.uid()) {
-        return Some(format!(
-            "{} is owned by uid {} (allowed: root, or this process's user, uid {})",
-            path.display(),
-            meta.uid(),
-            euid()
-        ));
+    if let Err(problem) = owner_problem(path, "", meta.uid()) {
+        return Some(problem);
     }
     if mode & 0o002 != 0 || !group_ok {
         return Some(format!(

@@ -126,7 +126,9 @@ pub fn is_endpoint(value: &str) -> bool {
     check_endpoint(value).is_ok()
 }
 
-fn is_dns_name(host: &str) -> bool {
+/// Whether `host` is a DNS host name (labels of letters, digits, `-` and `_`; not an
+/// all-numeric dotted name): the rule for endpoints' hosts and for `--tls-server-name`.
+pub fn is_dns_name(host: &str) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host);
     !host.is_empty()
         && host.len() <= 253

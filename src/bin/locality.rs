@@ -228,20 +228,7 @@ fn parse_duration(value: &str) -> Result<std::time::Duration, String> {
 }
 
 fn parse_server_name(value: &str) -> Result<String, String> {
-    let name = value.strip_suffix('.').unwrap_or(value);
-    let ok = !name.is_empty()
-        && name.len() <= 253
-        && name.parse::<std::net::IpAddr>().is_err()
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'*')
-        });
-    if ok {
+    if locality_resolve::zone::is_dns_name(value) {
         Ok(value.to_ascii_lowercase())
     } else {
         Err(format!(
