@@ -503,3 +503,65 @@ async fn the_incident_runbook_drains_the_generated_layout_and_ends_with_an_empty
     .await
     .unwrap();
 }
+
+/// The action and an apply in another working directory (two Terraform processes, two provider
+/// processes) write two routes of one URL map at the same moment: Compute accepts both PATCHes
+/// (both read the same fingerprint), applies the first when its operation ends and fails the
+/// second's operation with "Invalid fingerprint." The loser reads again, re-applies only its
+/// own route's weights and lands: both succeed, each route ends as asked, and the resource's
+/// next plan is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_action_and_an_apply_on_another_route_of_one_url_map_both_land() {
+    const API: &str = "/pathMatchers/0/defaultRouteAction/weightedBackendServices";
+    const WEB: &str = "/defaultRouteAction/weightedBackendServices";
+    let fake = FakeCompute::start().await;
+    fake.put_four_route_map(PROJECT, "web-urlmap", 100, 0);
+    tokio::task::spawn_blocking(move || {
+        let (resource, action) = (tf(), tf());
+        resource.write(
+            "main.tf",
+            &format!(
+                "{}\nresource \"locality_weighted_backend\" \"web\" {{\n  url_map = \"web-urlmap\"\n  weights = {{ \"web-tokyo\" = 100, \"web-osaka\" = 0 }}\n}}\n",
+                google_provider(&fake)
+            ),
+        );
+        resource.ok(&["apply", "-auto-approve"]);
+        resource.write(
+            "main.tf",
+            &format!(
+                "{}\nresource \"locality_weighted_backend\" \"web\" {{\n  url_map = \"web-urlmap\"\n  weights = {{ \"web-tokyo\" = 0, \"web-osaka\" = 100 }}\n}}\n",
+                google_provider(&fake)
+            ),
+        );
+        action.write(
+            "main.tf",
+            &format!(
+                "{}\naction \"locality_shift_weights\" \"drain_api_tokyo\" {{\n  config {{\n    url_map      = \"web-urlmap\"\n    path_matcher = \"api\"\n    weights      = {{ \"api-tokyo\" = 0, \"api-osaka\" = 100 }}\n  }}\n}}\n",
+                google_provider(&fake)
+            ),
+        );
+        {
+            let mut s = fake.state.lock().unwrap();
+            s.apply_at_operation_end = true;
+            s.hold_operations_until = Some((2, None));
+        }
+        let (applied, invoked) = std::thread::scope(|scope| {
+            let applied = scope.spawn(|| resource.run(&["apply", "-auto-approve"]));
+            let invoked =
+                scope.spawn(|| action.run(&["apply", "-auto-approve", "-invoke=action.locality_shift_weights.drain_api_tokyo"]));
+            (applied.join().unwrap(), invoked.join().unwrap())
+        });
+        assert_eq!(applied.code, 0, "the apply:\n{}", applied.all());
+        assert_eq!(invoked.code, 0, "the action:\n{}", invoked.all());
+        assert_eq!(
+            fake.state.lock().unwrap().stale_operations,
+            1,
+            "the two writes overlapped and one operation failed on the stale fingerprint"
+        );
+        assert_eq!(fake.weights_at(PROJECT, None, "web-urlmap", WEB), [("web-tokyo".to_string(), 0), ("web-osaka".to_string(), 100)]);
+        assert_eq!(fake.weights_at(PROJECT, None, "web-urlmap", API), [("api-tokyo".to_string(), 0), ("api-osaka".to_string(), 100)]);
+        resource.assert_no_changes();
+    })
+    .await
+    .unwrap();
+}

@@ -544,6 +544,89 @@ async fn regional_path_matcher_and_route_rule_weights() {
     .unwrap();
 }
 
+/// The four routes of `FakeCompute::put_four_route_map`: (resource name, route attributes,
+/// JSON pointer of its weighted backend services).
+const FOUR_ROUTES: [(&str, &str, &str); 4] = [
+    ("web", "", "/defaultRouteAction/weightedBackendServices"),
+    (
+        "api",
+        "path_matcher = \"api\"\n",
+        "/pathMatchers/0/defaultRouteAction/weightedBackendServices",
+    ),
+    (
+        "v2",
+        "path_matcher = \"api\"\n  route_rule_priority = 10\n",
+        "/pathMatchers/0/routeRules/0/routeAction/weightedBackendServices",
+    ),
+    (
+        "v3",
+        "path_matcher = \"api\"\n  route_rule_priority = 20\n",
+        "/pathMatchers/0/routeRules/1/routeAction/weightedBackendServices",
+    ),
+];
+
+/// One `locality_weighted_backend` per route of the four-route URL map, all at these weights.
+fn four_resources(fake: &FakeCompute, tokyo: u32, osaka: u32) -> String {
+    let mut out = format!(
+        "{PREAMBLE}\nprovider \"locality\" {{\n  google {{\n    access_token = \"{TOKEN}\"\n    project      = \"{PROJECT}\"\n    base_url     = \"{}\"\n  }}\n}}\n",
+        fake.base_url()
+    );
+    for (name, route, _) in FOUR_ROUTES {
+        out.push_str(&format!(
+            "\nresource \"locality_weighted_backend\" \"{name}\" {{\n  url_map = \"{MAP}\"\n  {route}  weights = {{\n    \"{name}-tokyo\" = {tokyo}\n    \"{name}-osaka\" = {osaka}\n  }}\n}}\n"
+        ));
+    }
+    out
+}
+
+/// Four resources on four routes of one URL map, at Terraform's default parallelism (10),
+/// against a Compute that applies a PATCH when its operation ends and fails the operation with
+/// "Invalid fingerprint." when another change landed first (as Compute does): three applies
+/// in a row, each changing every route at once, all succeed, every route ends as configured,
+/// the next plan is empty, and no operation fails on a stale fingerprint (the provider writes
+/// one URL map one change at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_routes_of_one_url_map_apply_together_at_default_parallelism() {
+    let fake = FakeCompute::start().await;
+    fake.put_four_route_map(PROJECT, MAP, 50, 50);
+    {
+        let mut s = fake.state.lock().unwrap();
+        s.apply_at_operation_end = true;
+        s.polls_per_operation = 2;
+    }
+    let f = fake.clone();
+    tokio::task::spawn_blocking(move || {
+        let fake = f;
+        let tf = Terraform::dev_overrides();
+        for (tokyo, osaka) in [(100, 0), (0, 100), (30, 70)] {
+            tf.write("main.tf", &four_resources(&fake, tokyo, osaka));
+            fake.take_requests();
+            let out = tf.ok(&["apply", "-auto-approve"]);
+            assert!(out.contains("Apply complete!"), "{out}");
+            for (name, _, pointer) in FOUR_ROUTES {
+                assert_eq!(
+                    fake.weights_at(PROJECT, None, MAP, pointer),
+                    [
+                        (format!("{name}-tokyo"), u64::from(tokyo)),
+                        (format!("{name}-osaka"), u64::from(osaka))
+                    ],
+                    "route {name} after the apply to ({tokyo}, {osaka})"
+                );
+            }
+            let patches = fake.take_requests().iter().filter(|r| r.starts_with("PATCH")).count();
+            assert_eq!(patches, 4, "one write per route");
+            assert_eq!(
+                fake.state.lock().unwrap().stale_operations,
+                0,
+                "writes to one URL map never overlap"
+            );
+            tf.assert_no_changes();
+        }
+    })
+    .await
+    .unwrap();
+}
+
 /// Cloudflare and Google errors as users see them: what was being done (the request), against
 /// which endpoint, and the cause — one sentence, with no token in it.
 #[test]

@@ -40,9 +40,18 @@ pub struct Inner {
     /// (project, scope, name) → URL map; scope is `global` or `regions/<region>`.
     maps: HashMap<(String, String, String), Value>,
     fingerprints: u64,
-    /// (scope, name) → (polls left, failure).
-    operations: HashMap<(String, String), (u32, Option<String>)>,
+    /// (scope, name) → the operation.
+    operations: HashMap<(String, String), Operation>,
     op_counter: u64,
+    /// Apply an accepted PATCH when its operation ends, as Compute does, instead of at once:
+    /// the operation then fails with "Invalid fingerprint." (CONDITION_NOT_MET, HTTP 412) when
+    /// another change landed after the PATCH was accepted.
+    pub apply_at_operation_end: bool,
+    /// Keep every operation RUNNING until this many PATCHes have been accepted (or 5 s passed
+    /// since the first): two writers that read the same fingerprint are then both in flight.
+    pub hold_operations_until: Option<(usize, Option<std::time::Instant>)>,
+    /// Operations that failed on a stale fingerprint.
+    pub stale_operations: u32,
     /// Polls an operation takes before it is DONE.
     pub polls_per_operation: u32,
     /// The next operation ends DONE with this error (and changes nothing).
@@ -70,6 +79,14 @@ pub struct Inner {
     pub auth: Option<super::fake_google_auth::FakeGoogleAuth>,
     /// Who each accepted request's token stood for (with `auth` set).
     pub callers: Vec<String>,
+}
+
+/// An accepted PATCH.
+struct Operation {
+    polls_left: u32,
+    failure: Option<String>,
+    /// With `apply_at_operation_end`: the URL map, the merge patch and its fingerprint.
+    pending: Option<((String, String, String), Value)>,
 }
 
 #[derive(Clone)]
@@ -252,6 +269,32 @@ impl FakeCompute {
             "tests": [{"host": "api.example.com", "path": "/api/legacy/x", "service": bs("legacy-bs")}]
         });
         self.put_url_map_json(project, region, name, map);
+    }
+
+    /// A global URL map with four weighted routes, each between `<prefix>-tokyo` and
+    /// `<prefix>-osaka` at the given weights: the default route (`web`), path matcher `api`'s
+    /// default route (`api`) and its route rules 10 (`v2`) and 20 (`v3`).
+    pub fn put_four_route_map(&self, project: &str, name: &str, tokyo: u32, osaka: u32) {
+        let pair = |prefix: &str| {
+            weighted(
+                project,
+                &[(&format!("{prefix}-tokyo"), tokyo), (&format!("{prefix}-osaka"), osaka)],
+            )
+        };
+        let rule = |priority: u32, prefix: &str| {
+            json!({"priority": priority, "matchRules": [{"prefixMatch": format!("/{prefix}/")}],
+                   "routeAction": {"weightedBackendServices": pair(prefix)}})
+        };
+        let map = json!({
+            "defaultRouteAction": {"weightedBackendServices": pair("web")},
+            "hostRules": [{"hosts": ["api.example.com"], "pathMatcher": "api"}],
+            "pathMatchers": [{
+                "name": "api",
+                "defaultRouteAction": {"weightedBackendServices": pair("api")},
+                "routeRules": [rule(10, "v2"), rule(20, "v3")]
+            }]
+        });
+        self.put_url_map_json(project, None, name, map);
     }
 
     pub fn delete_url_map(&self, project: &str, name: &str) {
@@ -599,26 +642,48 @@ async fn patch_map(
     s.op_counter += 1;
     let op = format!("operation-{}", s.op_counter);
     let failure = s.fail_next_operation.take();
+    let mut pending = None;
     if failure.is_none() {
-        // JSON merge patch: objects merge, arrays are replaced whole; output-only fields stay.
-        let mut updated = current.clone();
-        merge_patch(&mut updated, &body);
-        for output_only in ["name", "id", "selfLink", "kind", "region"] {
-            match current.get(output_only) {
-                Some(v) => updated[output_only] = v.clone(),
-                None => {
-                    updated.as_object_mut().unwrap().remove(output_only);
-                }
-            }
+        if s.apply_at_operation_end {
+            pending = Some((key, body));
+        } else {
+            apply_patch(&mut s, key, &body);
         }
-        s.fingerprints += 1;
-        updated["fingerprint"] = format!("fp-{}", s.fingerprints).into();
-        s.maps.insert(key, updated);
     }
-    let polls = s.polls_per_operation;
-    s.operations.insert((where_.clone(), op.clone()), (polls, failure));
+    if let Some((count, started)) = &mut s.hold_operations_until {
+        *count = count.saturating_sub(1);
+        started.get_or_insert_with(std::time::Instant::now);
+    }
+    let polls_left = s.polls_per_operation;
+    s.operations.insert(
+        (where_.clone(), op.clone()),
+        Operation {
+            polls_left,
+            failure,
+            pending,
+        },
+    );
     s.request_ids.insert(request_id, op.clone());
     operation_reply(s, &op, &project, &where_, &name)
+}
+
+/// Applies a JSON merge patch (objects merge, arrays are replaced whole; output-only fields
+/// stay) and gives the URL map a new fingerprint.
+fn apply_patch(s: &mut Inner, key: (String, String, String), body: &Value) {
+    let current = s.maps[&key].clone();
+    let mut updated = current.clone();
+    merge_patch(&mut updated, body);
+    for output_only in ["name", "id", "selfLink", "kind", "region"] {
+        match current.get(output_only) {
+            Some(v) => updated[output_only] = v.clone(),
+            None => {
+                updated.as_object_mut().unwrap().remove(output_only);
+            }
+        }
+    }
+    s.fingerprints += 1;
+    updated["fingerprint"] = format!("fp-{}", s.fingerprints).into();
+    s.maps.insert(key, updated);
 }
 
 /// The reply to an accepted PATCH: its operation, or a dropped connection when a lost
@@ -658,17 +723,35 @@ async fn get_operation(
         return r;
     }
     // An operation is found only in the scope of the URL map it changed.
-    let Some((polls_left, failure)) = s.operations.get_mut(&(where_.clone(), op.clone())) else {
+    let held = s
+        .hold_operations_until
+        .is_some_and(|(left, started)| left > 0 && started.is_none_or(|t| t.elapsed().as_secs() < 5));
+    let Some(operation) = s.operations.get_mut(&(where_.clone(), op.clone())) else {
         return error(StatusCode::NOT_FOUND, "notFound", "no such operation");
     };
-    *polls_left = polls_left.saturating_sub(1);
-    if *polls_left > 0 {
+    operation.polls_left = operation.polls_left.saturating_sub(1);
+    if operation.polls_left > 0 || held {
         return Json(json!({"name": op, "status": "RUNNING", "progress": 50})).into_response();
     }
+    let failure = operation.failure.clone();
     let mut done = json!({"name": op, "status": "DONE", "progress": 100});
     if let Some(message) = failure {
         done["error"] = json!({"errors": [{"code": "INVALID_USAGE", "message": message}]});
         done["httpErrorStatusCode"] = 400.into();
+    } else if let Some((key, body)) = operation.pending.take() {
+        if s.maps
+            .get(&key)
+            .is_some_and(|m| m["fingerprint"] == body["fingerprint"])
+        {
+            apply_patch(&mut s, key, &body);
+        } else {
+            s.stale_operations += 1;
+            let message = "Invalid fingerprint.".to_string();
+            s.operations.get_mut(&(where_, op.clone())).unwrap().failure = Some(message.clone());
+            done["error"] = json!({"errors": [{"code": "CONDITION_NOT_MET", "message": message}]});
+            done["httpErrorStatusCode"] = 412.into();
+            done["httpErrorMessage"] = "PRECONDITION FAILED".into();
+        }
     }
     Json(done).into_response()
 }

@@ -48,8 +48,9 @@ pub enum ComputeError {
     /// HTTP 404.
     #[error("{0} was not found")]
     NotFound(String),
-    /// HTTP 412 `conditionNotMet`: the fingerprint is stale.
-    #[error("the URL map changed since it was read (HTTP 412 conditionNotMet)")]
+    /// The fingerprint is stale: HTTP 412 `conditionNotMet` on the write, or its operation
+    /// ending with "Invalid fingerprint" (another change landed while it was queued).
+    #[error("the URL map changed since it was read (stale fingerprint)")]
     Conflict,
     /// Any other API error, with Google's status, reason and message.
     #[error("HTTP {status} {reason}: {message}")]
@@ -88,8 +89,47 @@ pub enum ComputeError {
     Auth(AuthError),
 }
 
-/// How often a weights write is retried after HTTP 412 (someone changed the URL map in between).
+/// How often a weights write is retried after a stale fingerprint (someone changed the URL map
+/// in between).
 pub const CONFLICT_RETRIES: u32 = 5;
+
+/// The first wait before a write retried after a stale fingerprint; it doubles each time (with
+/// full jitter), so that writers in other processes get out of each other's way.
+const CONFLICT_BACKOFF: Duration = Duration::from_millis(200);
+
+/// One lock per URL map (by API endpoint and location) for the whole provider process: the
+/// official Google provider's mutex-per-parent, so that resources and actions of one run that
+/// write one URL map go one after another instead of failing each other's fingerprints.
+fn url_map_lock(key: String) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+    > = std::sync::OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    locks.entry(key).or_default().clone()
+}
+
+/// Whether a finished operation failed on a stale fingerprint: Compute accepts a PATCH whose
+/// fingerprint was current, and its operation fails ("Invalid fingerprint.", code
+/// `CONDITION_NOT_MET`, HTTP 412) when another change landed first.
+fn stale_fingerprint(operation: &Json) -> bool {
+    if operation.get("httpErrorStatusCode").and_then(Json::as_u64) == Some(412) {
+        return true;
+    }
+    operation
+        .pointer("/error/errors")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .any(|e| {
+            e.get("code").and_then(Json::as_str) == Some("CONDITION_NOT_MET")
+                || e.get("message")
+                    .and_then(Json::as_str)
+                    .is_some_and(|m| m.to_ascii_lowercase().contains("invalid fingerprint"))
+        })
+}
 
 impl ComputeError {
     /// Whether the request may have been applied although it failed: no response, a server
@@ -553,8 +593,10 @@ pub enum WeightsError {
     /// The URL map has no such route.
     #[error(transparent)]
     Route(#[from] RouteError),
-    /// HTTP 412 on every attempt.
-    #[error("URL map {url_map} changed between read and write {attempts} times in a row (HTTP 412); try again.")]
+    /// A stale fingerprint on every attempt.
+    #[error(
+        "URL map {url_map} changed between read and write {attempts} times in a row (stale fingerprint); try again."
+    )]
     KeepsChanging {
         /// The URL map.
         url_map: String,
@@ -710,8 +752,9 @@ impl Compute {
     /// Sets the weights of a route's weighted backend services named in `desired` (keys may be
     /// names, paths or self-links; others keep their weight): read → check with
     /// [`plan_weights`] → change only the weights → write with the fingerprint → wait for the
-    /// operation; on HTTP 412 re-read and try again, at most [`CONFLICT_RETRIES`] times.
-    /// Returns whether anything was written.
+    /// operation; on a stale fingerprint (HTTP 412, or the operation failing on it) re-read and
+    /// try again after a growing, jittered wait, at most [`CONFLICT_RETRIES`] times. Writes to
+    /// one URL map from this process go one at a time. Returns whether anything was written.
     ///
     /// # Errors
     /// [`WeightsError`]: unknown keys (with the real list), all weights zero after the change
@@ -725,7 +768,13 @@ impl Compute {
     ) -> Result<bool, WeightsError> {
         let id = || at.to_string();
         let api = |source| WeightsError::Api { url_map: id(), source };
+        let lock = url_map_lock(format!("{} {at}", self.base_url));
+        let _one_writer_per_url_map = lock.lock().await;
         for attempt in 1..=CONFLICT_RETRIES + 1 {
+            if attempt > 1 {
+                let ceiling = CONFLICT_BACKOFF * 2u32.pow(attempt - 2);
+                tokio::time::sleep(ceiling.mul_f64(0.5 + fastrand::f64() / 2.0)).await;
+            }
             let map = self.get_url_map(at).await.map_err(api)?;
             let change = plan_weights(&id(), route, &map.weighted(route)?, desired)?;
             if !change.changes() {
@@ -741,7 +790,7 @@ impl Compute {
                 Err(ComputeError::Conflict) => {
                     tracing::info!(
                         attempt,
-                        "URL map changed between read and write (HTTP 412); reading it again"
+                        "URL map changed between read and write (stale fingerprint); reading it again"
                     );
                 }
                 // The PATCH may have been applied although its response was lost: read back.
@@ -768,7 +817,8 @@ impl Compute {
     /// `request_id` makes retries of the same change idempotent on Google's side.
     ///
     /// # Errors
-    /// [`ComputeError::Conflict`] on a stale fingerprint; others as they come.
+    /// [`ComputeError::Conflict`] on a stale fingerprint (refused, or the operation failed on
+    /// it); others as they come.
     pub async fn patch_url_map(&self, at: &UrlMapLocation, body: &Json, request_id: &str) -> Result<(), ComputeError> {
         let url = self.url_map_url(at);
         let operation = self
@@ -803,6 +853,8 @@ impl Compute {
                     .unwrap_or_default();
                 return if errors.is_empty() {
                     Ok(())
+                } else if stale_fingerprint(&current) {
+                    Err(ComputeError::Conflict)
                 } else {
                     Err(ComputeError::Operation {
                         name,

@@ -15,7 +15,7 @@ pub fn schema() -> Schema {
              (`terraform apply -invoke=action.locality_shift_weights.NAME`; Terraform 1.14 and later). Global \
              and regional URL maps, and any route of them, addressed like `locality_weighted_backend`.\n\n\
              Each step is the same fingerprint-safe write as `locality_weighted_backend` (read, change only the \
-             weights, write with the fingerprint, retry on HTTP 412, wait for the operation) and is reported as it \
+             weights, write with the fingerprint, retry on a stale fingerprint, wait for the operation) and is reported as it \
              completes. Weights are checked like the resource's, against the live URL map when the action is \
              planned and again before anything is written: whole numbers from 0 to 1000, keys that are weighted \
              backend services of the route, and weights after the shift that are not all zero (the services not \

@@ -8,8 +8,8 @@
 //!   location + route) they spell;
 //! - `list.rs`: the list resource for `terraform query`;
 //! - this file: the glue between model and client: plan-time check of the weights after the
-//!   change, drift warning on refresh, import IDs. The write itself (fingerprint, HTTP 412
-//!   retry, operation wait) is `crate::provider::google::Compute::set_weights`.
+//!   change, drift warning on refresh, import IDs. The write itself (one writer per URL map,
+//!   fingerprint, retry on a stale one, operation wait) is `crate::provider::google::Compute::set_weights`.
 
 mod list;
 mod model;

@@ -20,11 +20,13 @@ pub fn schema() -> Schema {
              regional ones (`regionUrlMaps`, with `region`: regional external and internal Application Load \
              Balancers); the URL map's default route, a path matcher's default route (`path_matcher`) or one \
              route rule (`path_matcher` + `route_rule_priority`). One resource manages one route; several \
-             resources can manage different routes of one URL map.\n\n\
+             resources can manage different routes of one URL map: the provider writes one URL map one \
+             change at a time, so they apply together at Terraform's default parallelism.\n\n\
              Plan reads the URL map and refuses weights that would leave every weighted backend service of the \
              route at 0 (the listed ones as configured, the others as they are live). Apply reads the URL map, \
              changes only the listed weights of that route, writes them with the URL map's fingerprint \
-             (re-reading and retrying when someone else changed it in between) and waits for the operation to \
+             (re-reading and retrying, with a growing wait, when someone else changed it in between: HTTP 412 \
+             or an operation that fails with \"Invalid fingerprint\") and waits for the operation to \
              finish. Refresh reads the live weights, so a change made in the console or by \
              `locality_shift_weights` shows as drift, with a warning that names the services whose live weights \
              differ from what Terraform last applied (applying puts the configured weights back: see the \
@@ -74,7 +76,7 @@ pub fn schema() -> Schema {
         .block(timeouts::block(
             &[Operation::Create, Operation::Update],
             super::TIMEOUTS,
-            "reading the URL map, the PATCH with its HTTP 412 re-reads, and polling the Compute operation until it is DONE; destroy calls no API",
+            "reading the URL map, the PATCH with its re-reads on a stale fingerprint, and polling the Compute operation until it is DONE; destroy calls no API",
         )),
     }
 }
