@@ -441,6 +441,92 @@ async fn the_map_under_one_key_of_a_shared_secret() {
     assert_eq!(secret_value(&moto).await.as_deref(), Some("plain-password"));
 }
 
+/// A secret that holds another application's keys is never replaced whole: publishing to it
+/// without `key` (created, or imported to be applied) is an error naming the other keys (never
+/// their values) and pointing at `key`, and the secret keeps its value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_shared_with_other_keys_is_not_replaced_whole() {
+    const SHARED: &str = r#"{"db_password":"hunter2-value","port":6379}"#;
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c"])
+        .await;
+    put_secret(&moto, SHARED, true).await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    tf.write("main.tf", &config(&moto, "sessions", &secret_target()));
+    let t = tf.clone();
+    blocking(move || {
+        let refused = |out: String| {
+            let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                out.contains("Secret shared with other keys")
+                    && out.contains(r#"other keys ("db_password", "port")"#)
+                    && out.contains("Set `key` in the `secretsmanager` block"),
+                "{out}"
+            );
+            assert!(!out.contains("hunter2"), "a value reached the output: {out}");
+        };
+        refused(t.fails(&["apply", "-auto-approve"]));
+        // Import reads the secret: refused too, so the other keys' values never reach state.
+        refused(t.fails(&[
+            "import",
+            "locality_zone_replica_map.cache",
+            &format!("secretsmanager:{SECRET}"),
+        ]));
+        assert!(
+            t.read("terraform.tfstate")
+                .is_none_or(|state| !state.contains("hunter2")),
+            "a value reached the state"
+        );
+    })
+    .await;
+    assert_eq!(secret_value(&moto).await.as_deref(), Some(SHARED));
+}
+
+/// Ten maps under ten keys of one shared secret, written at Terraform's default parallelism
+/// (10 at once), then destroyed at once: every apply succeeds, the secret ends with every key
+/// (and the other key kept as it was), the next plan is empty, and the destroy leaves exactly
+/// the other key. The provider writes one secret one change at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_maps_under_ten_keys_of_one_secret_at_default_parallelism() {
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c"])
+        .await;
+    put_secret(&moto, r#"{"db_password":"s3cr3t"}"#, true).await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    tf.write(
+        "main.tf",
+        &format!(
+            "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\n\
+             resource \"locality_zone_replica_map\" \"cache\" {{\n  for_each             = toset([for i in range(10) : \"map_${{i}}\"])\n  replication_group_id = \"sessions\"\n\n  \
+             secretsmanager {{\n    secret_id = \"{SECRET}\"\n    key       = each.key\n  }}\n}}\n",
+            moto.endpoint
+        ),
+    );
+    let t = tf.clone();
+    blocking(move || {
+        let out = t.ok(&["apply", "-auto-approve"]);
+        assert!(out.contains("10 added"), "{out}");
+        t.assert_no_changes();
+    })
+    .await;
+    let value: serde_json::Value = serde_json::from_str(&secret_value(&moto).await.unwrap()).unwrap();
+    let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 11, "every map and the other key: {keys:?}");
+    assert_eq!(value["db_password"], "s3cr3t");
+    for i in 0..10 {
+        assert!(value[format!("map_{i}")]["zones"].is_object(), "map_{i} in {keys:?}");
+    }
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["destroy", "-auto-approve"]);
+    })
+    .await;
+    assert_eq!(
+        secret_value(&moto).await.as_deref(),
+        Some(r#"{"db_password":"s3cr3t"}"#)
+    );
+}
+
 /// Issue 27: an AWS answer that cannot be read (one badly typed field) is reported as the
 /// operation, the resource and the cause — never with the response body, which here holds
 /// another key's password of the shared secret — and neither trace logs nor state hold it.

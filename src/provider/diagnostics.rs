@@ -141,6 +141,9 @@ impl From<PublishError> for Diagnostic {
                     zone_replica_map::TYPE_NAME
                 ),
             ),
+            PublishError::SharedWithoutKey { .. } => {
+                Diagnostic::error("Secret shared with other keys", detail).at(AttributePath::root("secretsmanager"))
+            }
             PublishError::MissingSecret { .. } | PublishError::SharedSecret { .. } => {
                 Diagnostic::error("Cannot publish the replica map", detail)
             }

@@ -15,6 +15,7 @@ pub mod google;
 pub mod resources;
 mod secret;
 pub mod timeouts;
+pub mod write_lock;
 
 use std::sync::Arc;
 

@@ -97,20 +97,6 @@ pub const CONFLICT_RETRIES: u32 = 5;
 /// full jitter), so that writers in other processes get out of each other's way.
 const CONFLICT_BACKOFF: Duration = Duration::from_millis(200);
 
-/// One lock per URL map (by API endpoint and location) for the whole provider process: the
-/// official Google provider's mutex-per-parent, so that resources and actions of one run that
-/// write one URL map go one after another instead of failing each other's fingerprints.
-fn url_map_lock(key: String) -> std::sync::Arc<tokio::sync::Mutex<()>> {
-    static LOCKS: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
-    > = std::sync::OnceLock::new();
-    let mut locks = LOCKS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    locks.entry(key).or_default().clone()
-}
-
 /// Whether a finished operation failed on a stale fingerprint: Compute accepts a PATCH whose
 /// fingerprint was current, and its operation fails ("Invalid fingerprint.", code
 /// `CONDITION_NOT_MET`, HTTP 412) when another change landed first.
@@ -768,8 +754,8 @@ impl Compute {
     ) -> Result<bool, WeightsError> {
         let id = || at.to_string();
         let api = |source| WeightsError::Api { url_map: id(), source };
-        let lock = url_map_lock(format!("{} {at}", self.base_url));
-        let _one_writer_per_url_map = lock.lock().await;
+        let _one_writer_per_url_map =
+            crate::provider::write_lock::hold(format!("urlMaps {} {at}", self.base_url)).await;
         for attempt in 1..=CONFLICT_RETRIES + 1 {
             if attempt > 1 {
                 let ceiling = CONFLICT_BACKOFF * 2u32.pow(attempt - 2);

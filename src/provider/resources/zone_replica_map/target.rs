@@ -54,6 +54,15 @@ pub enum PublishError {
         /// The secret.
         secret_id: String,
     },
+    /// The whole-secret target holds a JSON object with keys a replica map does not have:
+    /// another application's values, which writing the map as the whole value would delete.
+    #[error("secret {secret_id:?} holds a JSON object with other keys ({}): publishing the map as its whole value would delete them, so nothing was written. Set `key` in the `secretsmanager` block to publish the map under one key of this secret and keep the others, or publish to a secret of its own.", other_keys.join(", "))]
+    SharedWithoutKey {
+        /// The secret.
+        secret_id: String,
+        /// The keys that are not a replica map's (names only, never values).
+        other_keys: Vec<String>,
+    },
     /// A file could not be read, written or removed.
     #[error("{path}: {source}")]
     Io {
@@ -137,7 +146,12 @@ impl Target {
                     )))),
                 }
             }
-            Target::SecretsManager(id) => data.aws().await.read_secret(id).await.map_err(|e| self.aws(e)),
+            Target::SecretsManager(id) => {
+                let read = data.aws().await.read_secret(id).await.map_err(|e| self.aws(e))?;
+                // Another application's keys never reach the state (refresh, import).
+                self.refuse_foreign_keys(read.as_ref().map(|(value, _)| value.as_str()))?;
+                Ok(read)
+            }
             Target::SecretKey { secret_id, key } => {
                 let Some((text, version)) = data.aws().await.read_secret(secret_id).await.map_err(|e| self.aws(e))?
                 else {
@@ -149,6 +163,22 @@ impl Target {
             }
             Target::Ssm(name) => data.aws().await.read_parameter(name).await.map_err(|e| self.aws(e)),
         }
+    }
+
+    /// A whole-secret target's value that is a JSON object with keys a replica map does not
+    /// have is another application's: refused, naming those keys (never their values).
+    fn refuse_foreign_keys(&self, value: Option<&str>) -> Result<(), PublishError> {
+        let (Target::SecretsManager(id), Some(value)) = (self, value) else {
+            return Ok(());
+        };
+        let other_keys = foreign_keys(value);
+        if other_keys.is_empty() {
+            return Ok(());
+        }
+        Err(PublishError::SharedWithoutKey {
+            secret_id: id.clone(),
+            other_keys,
+        })
     }
 
     fn io(&self, source: std::io::Error) -> PublishError {
@@ -205,6 +235,9 @@ impl Target {
             }
             Target::SecretsManager(id) => {
                 let aws = data.aws().await;
+                let _one_writer_per_secret = hold_secret(id).await;
+                let current = aws.read_secret(id).await.map_err(|e| self.aws(e))?;
+                self.refuse_foreign_keys(current.as_ref().map(|(value, _)| value.as_str()))?;
                 match aws.write_secret(id, document).await {
                     Ok(version) => Ok(version),
                     Err(AwsError::NotFound(_)) => Err(PublishError::MissingSecret { secret_id: id.clone() }),
@@ -220,6 +253,7 @@ impl Target {
             Target::SecretKey { secret_id, key } => {
                 let aws = data.aws().await;
                 let secret = shared_secret::Secret { aws, id: secret_id };
+                let _one_writer_per_secret = hold_secret(secret_id).await;
                 match shared_secret::change_key(&secret, key, KeyChange::Set(document)).await {
                     Ok(Some(version)) => Ok(version),
                     Ok(None) => Err(PublishError::MissingSecret {
@@ -277,6 +311,7 @@ impl Target {
             Target::SecretKey { secret_id, key } => {
                 let aws = data.aws().await;
                 let secret = shared_secret::Secret { aws, id: secret_id };
+                let _one_writer_per_secret = hold_secret(secret_id).await;
                 match shared_secret::change_key(&secret, key, KeyChange::Remove).await {
                     Ok(_) | Err(SharedSecretError::Aws(AwsError::NotFound(_))) => Ok(None),
                     Err(e) => Err(self.shared(e)),
@@ -370,6 +405,28 @@ pub fn parse_permission(text: &str) -> Result<u32, String> {
 /// `0640` for 0o640.
 pub(super) fn permission_text(mode: u32) -> String {
     format!("{:04o}", mode & 0o777)
+}
+
+/// The top-level keys of a secret's value that a published replica map does not have (sorted;
+/// empty when the value is not a JSON object): the keys of a secret shared with others.
+fn foreign_keys(value: &str) -> Vec<String> {
+    const DOCUMENT_KEYS: [&str; 5] = ["version", "fallback", "zones", "zone_ids", "replicas"];
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(value) else {
+        return Vec::new();
+    };
+    let mut keys: Vec<String> = object
+        .keys()
+        .filter(|k| !DOCUMENT_KEYS.contains(&k.as_str()))
+        .map(|k| format!("{k:?}"))
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The provider-wide lock of one secret: resources publishing under keys of one shared secret
+/// change it one at a time (each change reads, changes its key, and writes the whole value).
+async fn hold_secret(secret_id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    crate::provider::write_lock::hold(format!("secretsmanager {secret_id}")).await
 }
 
 fn refuse_parent_components(path: &Path) -> std::io::Result<()> {
