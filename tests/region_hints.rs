@@ -348,6 +348,44 @@ async fn import_by_zone_and_one_ip_in_two_resources() {
     .await;
 }
 
+/// Hints of one zone written at once by five `locality_region_hint` and a
+/// `locality_region_hints`, at Terraform's default parallelism: every mapping lands, the next
+/// plan is empty (the zone-wide resource's `unmanaged` count included), a change of every
+/// value at once lands the same way, and `exclusive = true` beside them (which would delete
+/// their mappings) is refused at plan, naming the IPs, with nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_hints_and_the_zone_wide_resource_write_one_zone_at_once() {
+    with_fake(|fake, tf| {
+        let config = |region: &str, exclusive: bool| {
+            let mut out = hints(
+                &fake,
+                &format!(
+                    "  hints = {{ for i in range(5) : \"198.51.100.${{i + 10}}\" => \"aws:{region}\" }}\n  exclusive = {exclusive}"
+                ),
+            );
+            out.push_str(&format!(
+                "\nresource \"locality_region_hint\" \"single\" {{\n  for_each  = toset([for i in range(5) : \"192.0.2.${{i + 10}}\"])\n  zone_id   = \"{ZONE}\"\n  origin_ip = each.key\n  vendor    = \"aws\"\n  region    = \"{region}\"\n}}\n"
+            ));
+            out
+        };
+        for region in ["us-east-1", "us-west-2"] {
+            tf.write("main.tf", &config(region, false));
+            tf.ok(&["apply", "-auto-approve"]);
+            let live = live(&fake);
+            assert_eq!(live.len(), 10, "{live:?}");
+            assert!(live.iter().all(|(_, hint)| *hint == format!("aws:{region}")), "{live:?}");
+            tf.assert_no_changes();
+        }
+        fake.take_requests();
+        tf.write("main.tf", &config("us-west-2", true));
+        let out = flat(&tf.fails(&["plan"]));
+        assert!(out.contains("IP managed twice") && out.contains("192.0.2.10"), "{out}");
+        assert_eq!(live(&fake).len(), 10);
+        assert!(!fake.take_requests().iter().any(|r| !r.starts_with("GET")), "nothing written");
+    })
+    .await;
+}
+
 /// The migration guide: N locality_region_hint become one locality_region_hints with
 /// `removed` blocks; nothing is deleted or written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
