@@ -25,6 +25,7 @@ struct ClientIdentity {
     pem: String,
     der: Vec<u8>,
     key_der: Vec<u8>,
+    key_pem: String,
 }
 
 impl ClientIdentity {
@@ -54,6 +55,7 @@ fn terraform_like_identity() -> ClientIdentity {
         pem: cert.pem(),
         der: cert.der().to_vec(),
         key_der: key.serialize_der(),
+        key_pem: key.serialize_pem(),
     }
 }
 
@@ -410,4 +412,56 @@ async fn a_silent_peer_is_dropped_after_the_handshake_timeout() {
         waited >= Duration::from_secs(4) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
+}
+
+/// A go-plugin client that is not Go: Python's `grpcio` (gRPC's C core and BoringSSL, which
+/// refuse Ed25519 server certificates) starts the provider as go-plugin does, completes
+/// AutoMTLS with its certificate in `PLUGIN_CLIENT_CERT` and the server's from the handshake
+/// line, calls GetMetadata, GetProviderSchema, CallFunction and StopProvider, is refused with
+/// another certificate, and shuts the provider down (`tests/grpcio/go_plugin_client.py`;
+/// scripts/test installs grpcio in target/grpc-venv and sets `LOCALITY_GRPC_PYTHON`).
+#[test]
+fn a_grpcio_client_completes_automtls_and_calls_the_provider() {
+    let python = std::env::var("LOCALITY_GRPC_PYTHON")
+        .expect("LOCALITY_GRPC_PYTHON must name a Python with grpcio and grpcio-tools: run scripts/test, which installs them in target/grpc-venv");
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, identity) in [
+        ("client", terraform_like_identity()),
+        ("other", terraform_like_identity()),
+    ] {
+        for (suffix, text) in [("cert", &identity.pem), ("key", &identity.key_pem)] {
+            let path = dir.path().join(format!("{name}-{suffix}.pem"));
+            std::fs::write(&path, text).unwrap();
+            files.push(path);
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(python)
+        .arg(root.join("tests/grpcio/go_plugin_client.py"))
+        .arg(common::provider_binary())
+        .args(&files)
+        .arg(root.join("proto"))
+        .output()
+        .unwrap();
+    let transcript = String::from_utf8_lossy(&out.stdout);
+    println!("{transcript}");
+    assert!(
+        out.status.success(),
+        "{transcript}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for step in [
+        "handshake: 1|6|tcp|127.0.0.1:",
+        "server certificate: Public Key Algorithm: id-ecPublicKey NIST CURVE: P-256",
+        "TLS: connected",
+        "GetMetadata: resources locality_region_hint, locality_region_hints, locality_weighted_backend, locality_zone_replica_map",
+        "GetProviderSchema: provider blocks aws, cloudflare, google",
+        "CallFunction canonical_ip(\"2001:DB8::0001\"): '2001:db8::1'",
+        "StopProvider: error ''",
+        "another certificate: refused",
+        "Shutdown: the provider exited with 0",
+    ] {
+        assert!(transcript.contains(step), "{step:?} in\n{transcript}");
+    }
 }
