@@ -498,6 +498,13 @@ async fn credentials_values_are_never_repeated_and_base64_or_bom_json_works() {
         for (field, content) in [
             ("token_uri", serde_json::json!({"type": "authorized_user", "client_id": "c", "client_secret": "SECRET-MARKER", "refresh_token": "1//SECRET-MARKER", "token_uri": "http://oauth.example/token"})),
             ("token_url", auth.external_account(serde_json::json!({"file": "/dev/null"}), None)),
+            // Nested: an impersonated account whose source is an authorized external user.
+            ("source_credentials.token_url", serde_json::json!({
+                "type": "impersonated_service_account",
+                "service_account_impersonation_url": auth.url(&format!("/v1/projects/-/serviceAccounts/{DEPLOYER}:generateAccessToken")),
+                "source_credentials": {"type": "external_account_authorized_user", "audience": "//iam.googleapis.com/locations/global/workforcePools/p/providers/x",
+                    "client_id": "c", "client_secret": "SECRET-MARKER", "refresh_token": "SECRET-MARKER", "token_url": "http://sts.example/v1/oauthtoken"}
+            })),
         ] {
             let mut content = content;
             if field == "token_url" {

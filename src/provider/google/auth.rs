@@ -130,25 +130,7 @@ pub fn inspect_credentials(content: &str) -> Result<CredentialsInfo, String> {
     if !missing.is_empty() {
         return Err(format!("is a {kind} credential without {}.", missing.join(", ")));
     }
-    // The endpoints the file sends refresh tokens, client secrets and signed assertions to: the
-    // same https-or-loopback rule as every base URL (the library takes the file as it is).
-    let nested = object.get("source_credentials").and_then(Json::as_object);
-    for (field, value) in ["token_uri", "token_url", "service_account_impersonation_url"]
-        .iter()
-        .filter_map(|f| object.get(*f).map(|v| (f.to_string(), v)))
-        .chain(
-            nested
-                .and_then(|n| n.get("token_uri"))
-                .map(|v| ("source_credentials.token_uri".to_string(), v)),
-        )
-    {
-        let Some(url) = value.as_str() else {
-            return Err(format!("has a {field} that is not a string."));
-        };
-        if let Err(problem) = crate::http::check_base_url(url) {
-            return Err(format!("has {field}: {problem}"));
-        }
-    }
+    check_endpoints(object, "")?;
     if kind == "service_account"
         && !object
             .get("private_key")
@@ -168,6 +150,61 @@ pub fn inspect_credentials(content: &str) -> Result<CredentialsInfo, String> {
             .filter(|p| !p.is_empty())
             .map(str::to_string),
     })
+}
+
+/// The fields that name where a credentials file sends refresh tokens, client secrets, signed
+/// assertions and subject tokens.
+const TOKEN_ENDPOINTS: [&str; 3] = ["token_uri", "token_url", "service_account_impersonation_url"];
+
+/// The URLs an `external_account`'s `credential_source` fetches from (the subject token, an
+/// AWS region, an IMDSv2 session token). Its `regional_cred_verification_url` is a template
+/// (`https://sts.{region}.amazonaws.com…`) written into the subject token, not fetched.
+const SOURCE_URLS: [&str; 3] = ["url", "region_url", "imdsv2_session_token_url"];
+
+/// Applies the https-or-loopback rule of every base URL to the endpoints a credentials file
+/// names, at any depth of `source_credentials` (an impersonated account's source may itself
+/// be an `external_account` or an `external_account_authorized_user`), before any request:
+/// the library takes the file as it is. A `credential_source` URL may also be plain http to
+/// the link-local metadata address (169.254.169.254, `[fd00:ec2::254]`): that is its design.
+fn check_endpoints(object: &serde_json::Map<String, Json>, path: &str) -> Result<(), String> {
+    for field in TOKEN_ENDPOINTS {
+        if let Some(value) = object.get(field) {
+            let url = value
+                .as_str()
+                .ok_or_else(|| format!("has a {path}{field} that is not a string."))?;
+            crate::http::check_base_url(url).map_err(|problem| format!("has {path}{field}: {problem}"))?;
+        }
+    }
+    if let Some(source) = object.get("credential_source").and_then(Json::as_object) {
+        for field in SOURCE_URLS {
+            let Some(value) = source.get(field) else { continue };
+            let url = value
+                .as_str()
+                .ok_or_else(|| format!("has a {path}credential_source.{field} that is not a string."))?;
+            if !is_metadata_http(url) {
+                crate::http::check_base_url(url)
+                    .map_err(|problem| format!("has {path}credential_source.{field}: {problem} (or the metadata address 169.254.169.254 or [fd00:ec2::254] over http)"))?;
+            }
+        }
+    }
+    match object.get("source_credentials") {
+        Some(Json::Object(nested)) => check_endpoints(nested, &format!("{path}source_credentials.")),
+        _ => Ok(()),
+    }
+}
+
+/// `http://169.254.169.254/…` or `http://[fd00:ec2::254]/…`: the cloud metadata endpoint an
+/// external account's credential source reads by design, with nothing secret sent to it.
+fn is_metadata_http(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let metadata = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::new(169, 254, 169, 254),
+        Some(url::Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254),
+        _ => false,
+    };
+    metadata && parsed.scheme() == "http" && parsed.username().is_empty() && parsed.password().is_none()
 }
 
 fn expected_types() -> String {
@@ -485,6 +522,38 @@ mod tests {
         .unwrap();
         assert_eq!(ok.project_id.as_deref(), Some("p1"));
         assert!(inspect_credentials("[]").unwrap_err().contains("not a JSON object"));
+        // Token endpoints at any depth of source_credentials; metadata URLs over http allowed.
+        let impersonated = |source: Json| {
+            json!({"type": "impersonated_service_account", "service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/a@b:generateAccessToken", "source_credentials": source})
+            .to_string()
+        };
+        let authorized_user = json!({"type": "external_account_authorized_user", "audience": "a", "client_id": "c", "client_secret": "s", "refresh_token": "r", "token_url": "http://sts.example/v1/oauthtoken"});
+        let err = inspect_credentials(&impersonated(authorized_user.clone())).unwrap_err();
+        assert!(
+            err.starts_with("has source_credentials.token_url: ") && err.contains("must use https"),
+            "{err}"
+        );
+        let deeper = json!({"type": "impersonated_service_account", "service_account_impersonation_url": "https://iam.example/x", "source_credentials": authorized_user});
+        let err = inspect_credentials(&impersonated(deeper)).unwrap_err();
+        assert!(
+            err.starts_with("has source_credentials.source_credentials.token_url: "),
+            "{err}"
+        );
+        let aws = |url: &str| {
+            json!({"type": "external_account", "audience": "a", "subject_token_type": "t", "token_url": "https://sts.googleapis.com/v1/token",
+                   "credential_source": {"environment_id": "aws1", "region_url": url, "url": url, "regional_cred_verification_url": "https://sts.{region}.amazonaws.com?Action=GetCallerIdentity&Version=2011-06-15"}})
+        };
+        for metadata in [
+            "http://169.254.169.254/latest/meta-data/placement/availability-zone",
+            "http://[fd00:ec2::254]/latest/meta-data/iam/security-credentials",
+        ] {
+            assert!(inspect_credentials(&impersonated(aws(metadata))).is_ok(), "{metadata}");
+        }
+        let err = inspect_credentials(&impersonated(aws("http://token.example/subject"))).unwrap_err();
+        assert!(
+            err.starts_with("has source_credentials.credential_source.url: "),
+            "{err}"
+        );
         assert!(inspect_credentials("{\"type\":\"\u{e9}\u{e9}\"}").is_err());
     }
 
