@@ -360,6 +360,19 @@ async fn a_profile_from_the_files_a_laptop_keeps_in_home() {
         tf.env("AWS_PROFILE", "ops");
         tf.write("main.tf", &config(&moto, "    allowed_account_ids = [\"444444444444\"]\n"));
         tf.ok(&["plan"]);
+        // AWS_PROFILE naming a profile that is in neither file: said as such, with the profiles
+        // there (not the next source's "IMDS is disabled"), in the account check and in a read.
+        tf.env("AWS_PROFILE", "prod");
+        for extra in ["    allowed_account_ids = [\"444444444444\"]\n", ""] {
+            tf.write("main.tf", &config(&moto, extra));
+            let out = flat(&tf.fails(&["apply", "-auto-approve"]));
+            assert!(
+                out.contains("AWS_PROFILE names profile \"prod\", which is not in the shared config or credentials files (~/.aws/config")
+                    && out.contains("profiles there: default, dev, ops")
+                    && !out.contains("IMDS"),
+                "{out}"
+            );
+        }
         tf.env_remove("AWS_PROFILE");
 
         // AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE point elsewhere: those files count.

@@ -778,6 +778,28 @@ fn aws_maps_without_region_or_credentials_say_so() {
         "{}",
         r.stderr
     );
+    // AWS_PROFILE naming a profile the files do not hold: said as such (not "no AWS region"),
+    // with the profiles that are there.
+    std::fs::create_dir_all(dir.path().join(".aws")).unwrap();
+    std::fs::write(
+        dir.path().join(".aws/config"),
+        "[default]\nregion = ap-northeast-1\n\n[profile staging]\nregion = ap-northeast-1\n",
+    )
+    .unwrap();
+    let r = resolve(
+        &[base[0], base[1], ("AWS_PROFILE", "prod")],
+        &["--map", "ssm:/prod/cache/replica-map", "--zone", ZONE],
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains(
+            "AWS_PROFILE names profile \"prod\", which is not in the shared config or credentials files (~/.aws/config"
+        ) && r.stderr.contains("profiles there: default, staging")
+            && !r.stderr.contains("region"),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_dir_all(dir.path().join(".aws")).unwrap();
     // With both, a closed endpoint is a connection failure, said once, without a debug dump.
     let r = resolve(
         &[

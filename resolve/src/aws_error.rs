@@ -20,6 +20,62 @@ ECS container credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI) 
 pub const NO_REGION: &str = "no AWS region is set: set AWS_REGION (or AWS_DEFAULT_REGION, or `region` in the \
 profile of ~/.aws/config); on EC2 and ECS the region also comes from the instance metadata";
 
+/// The shared files the SDK reads when none are named, as messages list them.
+pub const DEFAULT_SHARED_FILES: &str =
+    "~/.aws/config, ~/.aws/credentials, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE";
+
+/// The profile to check before anything is loaded: the one given (e.g. `profile` in a block),
+/// else `AWS_PROFILE` (then `true`: it came from the environment); `None` when neither names one.
+pub fn selected_profile(given: Option<&str>) -> Option<(String, bool)> {
+    if let Some(profile) = given {
+        return Some((profile.to_string(), false));
+    }
+    let from_env = std::env::var("AWS_PROFILE").ok()?;
+    let from_env = from_env.trim();
+    (!from_env.is_empty()).then(|| (from_env.to_string(), true))
+}
+
+/// Checks that the shared files (`files`, else the SDK's defaults) hold `profile`: without
+/// it, the SDK falls through to the next credential source and the error names that one ("IMDS
+/// is disabled", "no AWS region is set"). The sentence names the profile, where it came from
+/// (`AWS_PROFILE` when `from_env`) and the profiles found; `None` when found.
+pub async fn missing_profile(
+    profile: &str,
+    from_env: bool,
+    files: Option<&aws_runtime::env_config::file::EnvConfigFiles>,
+) -> Option<String> {
+    let defaults = aws_runtime::env_config::file::EnvConfigFiles::default();
+    let fs = aws_types::os_shim_internal::Fs::real();
+    let env = aws_types::os_shim_internal::Env::real();
+    let set = match aws_config::profile::load(&fs, &env, files.unwrap_or(&defaults), None).await {
+        Ok(set) => set,
+        Err(e) => return Some(format!("The shared AWS files cannot be read: {e}.")),
+    };
+    if set.get_profile(profile).is_some() {
+        return None;
+    }
+    let mut known: Vec<&str> = set.profiles().collect();
+    known.sort_unstable();
+    Some(format!(
+        "{} is not in the shared config or credentials files ({}); profiles there: {}.",
+        if from_env {
+            format!("AWS_PROFILE names profile {profile:?}, which")
+        } else {
+            format!("Profile {profile:?}")
+        },
+        if files.is_some() {
+            "named in the `aws` block".to_string()
+        } else {
+            DEFAULT_SHARED_FILES.to_string()
+        },
+        if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        }
+    ))
+}
+
 /// `{what}: {cause}` for an SDK error.
 pub fn describe<E, R>(what: &str, error: &SdkError<E, R>) -> String
 where

@@ -191,6 +191,12 @@ mod aws {
 
     async fn fetch(source: &MapSource) -> Result<String, String> {
         use crate::aws_error::{chain, describe, NO_REGION};
+        // A profile the shared files do not hold: said as such, not as the next source's failure.
+        if let Some((profile, from_env)) = crate::aws_error::selected_profile(None) {
+            if let Some(problem) = crate::aws_error::missing_profile(&profile, from_env, None).await {
+                return Err(problem);
+            }
+        }
         // Every request, the credential providers' too, through the https-or-loopback guard.
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .http_client(crate::aws_error::guarded_http_client())

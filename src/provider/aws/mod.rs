@@ -149,6 +149,11 @@ pub struct Aws {
     sts: aws_sdk_sts::Client,
     /// No region from the block or the chain: every call fails, and says why.
     no_region: bool,
+    /// `AWS_PROFILE` names a profile the shared files do not hold (the block names none):
+    /// every call fails for want of credentials, and says this instead of the next source's
+    /// failure ("IMDS is disabled"). Checked when AWS is first used, so a configuration that
+    /// uses no AWS resource is not troubled by a stray AWS_PROFILE.
+    profile_problem: Option<String>,
 }
 
 /// What [`Aws::load`] takes from the provider's `aws` block.
@@ -242,33 +247,10 @@ impl AwsSettings {
         }
         // Without files named in the block: the SDK's defaults (`~/.aws/config`,
         // `~/.aws/credentials`, or AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE), as the loader
-        // reads them. (An empty builder panics: it must name at least one file.)
-        let files = self.profile_files().unwrap_or_default();
-        let fs = aws_types::os_shim_internal::Fs::real();
-        let env = aws_types::os_shim_internal::Env::real();
-        match aws_config::profile::load(&fs, &env, &files, None).await {
-            Ok(set) if set.get_profile(profile).is_some() => {}
-            Ok(set) => {
-                let mut known: Vec<&str> = set.profiles().collect();
-                known.sort_unstable();
-                problems.push((
-                    "profile",
-                    format!(
-                        "Profile {profile:?} is not in the shared config or credentials files{}; profiles there: {}.",
-                        if self.profile_files().is_some() {
-                            " named in this block"
-                        } else {
-                            " (~/.aws/config, ~/.aws/credentials, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE)"
-                        },
-                        if known.is_empty() {
-                            "none".to_string()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
-                ));
-            }
-            Err(e) => problems.push(("profile", format!("The shared AWS files cannot be read: {e}."))),
+        // reads them.
+        let files = self.profile_files();
+        if let Some(problem) = locality_resolve::aws_error::missing_profile(profile, false, files.as_ref()).await {
+            problems.push(("profile", problem));
         }
         problems
     }
@@ -322,6 +304,12 @@ impl Aws {
         if let Some(files) = settings.profile_files() {
             loader = loader.profile_files(files);
         }
+        let mut profile_problem = None;
+        if let (None, Some((profile, true))) = (&settings.profile, locality_resolve::aws_error::selected_profile(None))
+        {
+            profile_problem =
+                locality_resolve::aws_error::missing_profile(&profile, true, settings.profile_files().as_ref()).await;
+        }
         let mut config = loader.load().await;
         if let Some(role) = &settings.assume_role {
             let mut builder = aws_config::sts::AssumeRoleProvider::builder(role.role_arn.clone())
@@ -345,6 +333,7 @@ impl Aws {
             ssm: aws_sdk_ssm::Client::new(&config),
             sts: aws_sdk_sts::Client::new(&config),
             no_region: config.region().is_none(),
+            profile_problem,
         }
     }
 
@@ -354,6 +343,9 @@ impl Aws {
         E: aws_sdk_elasticache::error::ProvideErrorMetadata + std::error::Error + 'static,
         R: std::fmt::Debug + 'static,
     {
+        if let Some(problem) = &self.profile_problem {
+            return AwsError::Sdk(format!("{what}: {problem}"));
+        }
         if self.no_region {
             return AwsError::Sdk(format!(
                 "{what}: {} (or `region` in the provider's aws block)",
