@@ -593,6 +593,64 @@ fn the_map_file_is_read_and_written_as_itself() {
     assert!(out.contains("has `..` components"), "{out}");
 }
 
+/// Issue 37: a `file` path any of whose directories is a symbolic link is refused on create,
+/// refresh, import and destroy, naming that directory: nothing is written, read, stored or
+/// removed where the link points. (Before: only the last component was checked, so a
+/// directory swapped for a link to another user's folder was read into state and written to.)
+#[test]
+fn a_symlinked_directory_on_the_way_is_refused_and_named() {
+    let tf = Terraform::dev_overrides();
+    let flat = |out: String| out.split_whitespace().collect::<Vec<_>>().join(" ");
+    tf.write("private/replicas.json", "PRIVATE-MARKER db_password=hunter2");
+    std::os::unix::fs::symlink(tf.path("private"), tf.path("linked")).unwrap();
+    // Create through the link: refused, nothing written there.
+    tf.write("main.tf", &config(TOPOLOGY, "linked/new/replicas.json"));
+    let out = flat(tf.fails(&["apply", "-auto-approve"]));
+    assert!(
+        out.contains("the directory ./linked on the way is a symbolic link"),
+        "{out}"
+    );
+    assert!(!tf.path("private/new").exists());
+    // Import through the link: refused, nothing stored.
+    let out = flat(tf.fails(&[
+        "import",
+        "locality_zone_replica_map.cache",
+        &format!("file:{}", tf.path("linked/replicas.json").display()),
+    ]));
+    assert!(
+        out.contains(&format!(
+            "the directory {} on the way is a symbolic link",
+            tf.path("linked").display()
+        )),
+        "{out}"
+    );
+    assert!(!tf
+        .read("terraform.tfstate")
+        .unwrap_or_default()
+        .contains("PRIVATE-MARKER"));
+    // Created in a real directory, which is then swapped for a link: refresh and destroy refuse.
+    tf.write("main.tf", &config(TOPOLOGY, "out/replicas.json"));
+    tf.ok(&["apply", "-auto-approve"]);
+    std::fs::remove_dir_all(tf.path("out")).unwrap();
+    std::os::unix::fs::symlink(tf.path("private"), tf.path("out")).unwrap();
+    let out = flat(tf.fails(&["plan"]));
+    assert!(
+        out.contains("the directory ./out on the way is a symbolic link"),
+        "{out}"
+    );
+    assert!(!tf.read("terraform.tfstate").unwrap().contains("PRIVATE-MARKER"));
+    let out = flat(tf.fails(&["destroy", "-auto-approve", "-refresh=false"]));
+    assert!(
+        out.contains("the directory ./out on the way is a symbolic link"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tf.path("private/replicas.json")).unwrap(),
+        "PRIVATE-MARKER db_password=hunter2",
+        "nothing written or removed through the link"
+    );
+}
+
 /// `file_permission` and `directory_permission`, as `local_file` has them: the default stays
 /// 0600; a configured mode is set exactly, directories are created with theirs (less the
 /// umask); a chmod outside Terraform is drift that the next apply sets back; a mode change alone

@@ -192,7 +192,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
                 return Some(state);
             };
             // (No Unix modes on Windows: the configured one stays.)
-            if let Some(mode) = crate::files::mode_of(path) {
+            if let Some(mode) = crate::files::mode_of(path, crate::files::Directories::NoLinks) {
                 file.file_permission = target::permission_text(mode).into();
             }
         }

@@ -17,6 +17,7 @@ use crate::provider::ProviderData;
 
 use super::replica_map::sha256_hex;
 use super::shared_secret::{self, KeyChange, SharedSecretError};
+use crate::files::Directories;
 
 /// A place the document is published to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,9 +136,11 @@ impl Target {
                 // file over MAX_FILE_BYTES.
                 refuse_parent_components(path).map_err(|e| self.io(e))?;
                 let owned = path.clone();
-                let read = tokio::task::spawn_blocking(move || crate::files::read_regular(&owned, MAX_FILE_BYTES))
-                    .await
-                    .map_err(|e| self.io(std::io::Error::other(e)))?;
+                let read = tokio::task::spawn_blocking(move || {
+                    crate::files::read_regular(&owned, MAX_FILE_BYTES, Directories::NoLinks)
+                })
+                .await
+                .map_err(|e| self.io(std::io::Error::other(e)))?;
                 match read {
                     Ok(bytes) => Ok(Some((String::from_utf8_lossy(&bytes).into_owned(), sha256_hex(&bytes)))),
                     Err(crate::files::ReadError::NotFound) => Ok(None),
@@ -299,11 +302,13 @@ impl Target {
     /// [`PublishError`], naming the target.
     pub async fn delete(&self, data: &ProviderData) -> Result<Option<String>, PublishError> {
         match self {
-            Target::File(path) => match tokio::fs::remove_file(path).await {
-                Ok(()) => Ok(None),
-                Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(self.io(e)),
-            },
+            Target::File(path) => {
+                let owned = path.clone();
+                let removed = tokio::task::spawn_blocking(move || crate::files::remove(&owned, Directories::NoLinks))
+                    .await
+                    .map_err(|e| self.io(std::io::Error::other(e)))?;
+                removed.map(|_| None).map_err(|e| self.io(e))
+            }
             Target::SecretsManager(id) => Ok(Some(format!(
                 "Secret {id:?} keeps its last published replica map: its lifecycle belongs to whoever created it. Delete or rotate it there."
             ))),
@@ -443,9 +448,11 @@ fn refuse_parent_components(path: &Path) -> std::io::Result<()> {
 /// whatever mode an existing file had.
 async fn write_atomically(path: &Path, bytes: &[u8], modes: FileModes) -> std::io::Result<()> {
     let (path, bytes) = (path.to_path_buf(), bytes.to_vec());
-    tokio::task::spawn_blocking(move || crate::files::write_atomically_in(&path, &bytes, modes.file, modes.directory))
-        .await
-        .map_err(std::io::Error::other)?
+    tokio::task::spawn_blocking(move || {
+        crate::files::write_atomically_in(&path, &bytes, modes.file, modes.directory, Directories::NoLinks)
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 #[cfg(all(test, unix))]
