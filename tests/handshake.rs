@@ -445,7 +445,7 @@ fn a_grpcio_client_completes_automtls_and_calls_the_provider() {
         .output()
         .unwrap();
     let transcript = String::from_utf8_lossy(&out.stdout);
-    println!("{transcript}");
+    eprintln!("{transcript}");
     assert!(
         out.status.success(),
         "{transcript}\n{}",
