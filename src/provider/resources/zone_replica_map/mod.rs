@@ -191,9 +191,18 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             let Some(file) = files.first_mut() else {
                 return Some(state);
             };
-            // (No Unix modes on Windows: the configured one stays.)
+            // (No Unix modes on Windows: the configured one stays.) The state keeps the form the
+            // configuration wrote (`644` or `0644`) while the mode is the same: no diff from
+            // spelling alone.
             if let Some(mode) = crate::files::mode_of(path, crate::files::Directories::NoLinks) {
-                file.file_permission = target::permission_text(mode).into();
+                let same = file
+                    .file_permission
+                    .get()
+                    .and_then(|text| target::parse_permission(text).ok())
+                    == Some(mode & 0o777);
+                if !same {
+                    file.file_permission = target::permission_text(mode).into();
+                }
             }
         }
         Some(state)

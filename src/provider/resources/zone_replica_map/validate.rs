@@ -277,12 +277,24 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
             ("file_permission", &file.file_permission),
             ("directory_permission", &file.directory_permission),
         ] {
-            if let Some(Err(problem)) = field.get().map(|text| super::target::parse_permission(text)) {
-                diags.attribute_error(
-                    AttributePath::root("file").index(i).attr(name),
-                    "Invalid permission",
-                    problem,
-                );
+            match field.get().map(|text| (text, super::target::parse_permission(text))) {
+                Some((_, Err(problem))) => {
+                    diags.attribute_error(
+                        AttributePath::root("file").index(i).attr(name),
+                        "Invalid permission",
+                        problem,
+                    );
+                }
+                Some((text, Ok(mode))) if name == "file_permission" && mode & 0o002 != 0 => {
+                    diags.attribute_warning(
+                        AttributePath::root("file").index(i).attr(name),
+                        "Map file writable by every user",
+                        format!(
+                            "{text:?} lets every user of this machine write the published map, so any of them could point the applications that read it at another endpoint. Use \"0644\" for a map everyone reads, or \"0640\" with the applications' group."
+                        ),
+                    );
+                }
+                _ => {}
             }
         }
         if let Some(path) = file.path.get() {
