@@ -120,3 +120,57 @@ async fn moved_from_cloudflare_origin_cloud_region_changes_nothing() {
     .await
     .unwrap();
 }
+
+/// Issue 37: a moved state is checked like the resource's configuration before anything is
+/// moved: an unknown schema version, a vendor or region the resource does not accept, and an
+/// `origin_ip` of 10 MB are each an error saying what is wrong, the diagnostic repeats at most
+/// 64 characters of a value, and the state still holds the official resource. (Before: all
+/// three moved — the 10 MB value came back whole in the "Invalid state to move" error.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_state_is_validated_and_never_echoed_whole() {
+    let fake = FakeCloudflare::start().await;
+    let (address, attach) = common::cloudflare_provider::start().await;
+    let reattach = serde_json::json!({ address: attach }).to_string();
+    tokio::task::spawn_blocking(move || {
+        let huge = "9".repeat(10 << 20);
+        let cases = [
+            (
+                state("192.0.2.10").replace("\"schema_version\":500", "\"schema_version\":7"),
+                "schema version 7; this provider reads version 500",
+            ),
+            (
+                state("192.0.2.10").replace("\"vendor\":\"aws\"", "\"vendor\":\"digitalocean\""),
+                "\"digitalocean\" is not a cloud Cloudflare knows",
+            ),
+            (
+                state("192.0.2.10").replace("\"region\":\"us-east-1\"", "\"region\":\"us-nowhere-1\""),
+                "\"us-nowhere-1\" is not a aws region",
+            ),
+            (
+                state(&huge).replace(&format!("\"id\":\"{huge}\""), "\"id\":\"x\""),
+                "(10485760 characters)",
+            ),
+        ];
+        for (state_text, expected) in cases {
+            assert_ne!(state_text, state("192.0.2.10"), "each case changes the valid state");
+            let mut tf = Terraform::dev_overrides();
+            tf.env("TF_REATTACH_PROVIDERS", &reattach);
+            tf.write("terraform.tfstate", &state_text);
+            tf.write(
+                "main.tf",
+                &format!("{PREAMBLE}\n{}\n{}", provider(&fake), guide_block()),
+            );
+            let run = tf.run(&["plan"]);
+            assert_ne!(run.code, 0, "{}", &run.all()[..run.all().len().min(3000)]);
+            let out = run.all();
+            assert!(out.len() < 20_000, "the output repeats the state: {} bytes", out.len());
+            let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(flat.contains(expected), "{expected}: {flat}");
+            assert!(tf
+                .ok(&["state", "list"])
+                .contains("cloudflare_origin_cloud_region.origin"));
+        }
+    })
+    .await
+    .unwrap();
+}
