@@ -35,9 +35,10 @@ pub fn run(args: &GenArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8
         name: &spec_name,
         text: &text,
     };
-    // The header names the spec as seen from the output's folder, so that the file is the same
-    // (and `--check` answers the same) from whatever directory the command runs in.
-    let header_name = spec_as_seen_from(&args.spec, args.output.as_deref());
+    // The header names the spec by its file name: one rule for stdout and `-o`, so that the
+    // output (and `--check`'s answer) is the same from whatever directory the command runs in
+    // and wherever the output goes.
+    let header_name = header_name(&args.spec);
     let generated = generate(
         &SourceFile {
             name: &header_name,
@@ -102,43 +103,12 @@ pub fn run(args: &GenArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8
     }
 }
 
-/// `spec`'s path relative to the folder of `output` (`/`-separated), or as typed when the
-/// output is stdout or no relative path exists (another drive).
-fn spec_as_seen_from(spec: &Path, output: Option<&Path>) -> String {
-    let typed = spec.display().to_string();
-    let Some(output) = output else {
-        return typed;
-    };
-    let (Ok(spec), Ok(output)) = (std::path::absolute(spec), std::path::absolute(output)) else {
-        return typed;
-    };
-    let spec = normalized(&spec);
-    let folder = normalized(output.parent().unwrap_or(Path::new("/")));
-    let common = spec.iter().zip(&folder).take_while(|(a, b)| a == b).count();
-    if common == 0 {
-        return typed;
-    }
-    let mut parts: Vec<String> = folder[common..].iter().map(|_| "..".to_string()).collect();
-    parts.extend(spec[common..].iter().map(|c| c.to_string_lossy().into_owned()));
-    parts.join("/")
-}
-
-/// The components of an absolute path with `.` and `..` resolved lexically.
-fn normalized(path: &Path) -> Vec<std::ffi::OsString> {
-    use std::path::Component;
-    let mut out: Vec<std::ffi::OsString> = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if out.len() > 1 {
-                    out.pop();
-                }
-            }
-            other => out.push(other.as_os_str().to_os_string()),
-        }
-    }
-    out
+/// The spec as the header names it: its file name (the path as typed when it has none).
+fn header_name(spec: &Path) -> String {
+    spec.file_name().map_or_else(
+        || spec.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 #[cfg(test)]
@@ -146,24 +116,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_header_path_does_not_depend_on_the_working_directory() {
+    fn the_header_names_the_spec_by_its_file_name() {
         let cwd = std::env::current_dir().unwrap();
-        let from_root = spec_as_seen_from(
-            &cwd.join("examples/generator/tokyo-osaka.hcl"),
-            Some(&cwd.join("examples/generator/tokyo-osaka.tf")),
-        );
-        assert_eq!(from_root, "tokyo-osaka.hcl");
-        assert_eq!(
-            spec_as_seen_from(
-                Path::new("examples/generator/tokyo-osaka.hcl"),
-                Some(Path::new("examples/generator/./tokyo-osaka.tf"))
-            ),
-            "tokyo-osaka.hcl"
-        );
-        assert_eq!(
-            spec_as_seen_from(Path::new("specs/lb.hcl"), Some(Path::new("out/lb.tf"))),
-            "../specs/lb.hcl"
-        );
-        assert_eq!(spec_as_seen_from(Path::new("specs/lb.hcl"), None), "specs/lb.hcl");
+        for spec in [
+            cwd.join("examples/generator/tokyo-osaka.hcl"),
+            Path::new("examples/generator/./tokyo-osaka.hcl").to_path_buf(),
+            Path::new("../specs/tokyo-osaka.hcl").to_path_buf(),
+            Path::new("tokyo-osaka.hcl").to_path_buf(),
+        ] {
+            assert_eq!(header_name(&spec), "tokyo-osaka.hcl", "{}", spec.display());
+        }
     }
 }
