@@ -322,6 +322,32 @@ async fn bad_input_is_a_diagnostic_on_the_attribute() {
         assert!(out.contains("web-bs, web-bs-tokyo, web-bs-osaka"), "{out}");
         assert_eq!(weights(&fake), [100, 0, 0]);
 
+        // A misspelled service (two edits from a real one): an error at plan already, on the
+        // key, naming the service meant; nothing written. (Before: a plan warning, the error
+        // only at apply.)
+        tf.write("main.tf", &config(&fake, &[("web-bs", "50"), ("web-bs-osak", "50")]));
+        fake.take_requests();
+        let out = flat(tf.fails(&["plan"]));
+        assert!(
+            out.contains("Error: Not a weighted backend service of this URL map")
+                && out.contains("\"web-bs-osak\" is not in the weightedBackendServices of the default route")
+                && out.contains("Did you mean \"web-bs-osaka\"?"),
+            "{out}"
+        );
+        assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
+
+        // A misspelled URL map: a plan warning on url_map, and the apply's error names it once.
+        tf.write("main.tf", &config(&fake, NORMAL).replace(&format!("\"{MAP}\""), "\"web-urlmpa\""));
+        let (_, plan) = tf.plan_exit_code();
+        let plan = flat(plan);
+        assert!(plan.contains("Warning: URL map not found") && plan.contains("URL map winticket-prod/web-urlmpa was not found. The apply fails"), "{plan}");
+        let out = flat(tf.fails(&["apply", "-auto-approve"]));
+        assert!(
+            out.contains("Error: Not found in Google Cloud") && out.contains("URL map winticket-prod/web-urlmpa was not found")
+                && !out.contains("web-urlmpa: URL map"),
+            "{out}"
+        );
+
         // No credentials: a plan-time error that says what to set.
         tf.write(
             "main.tf",

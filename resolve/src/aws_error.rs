@@ -118,8 +118,10 @@ pub fn chain(error: &(dyn Error + 'static)) -> String {
             break;
         }
         let text = e.to_string();
-        // SDK layers repeat their cause in their own text, or say only "other": keep one.
-        if !text.is_empty() && text != "other" && !parts.last().is_some_and(|p| p.contains(&text)) {
+        // SDK layers repeat their cause in their own text, or say only what kind of failure
+        // it was ("other", "io error", "user error"): keep one.
+        let kind_only = matches!(text.as_str(), "other" | "io error" | "user error");
+        if !text.is_empty() && !kind_only && !parts.last().is_some_and(|p| p.contains(&text)) {
             parts.push(text);
         }
         next = e.source();
@@ -196,11 +198,65 @@ impl aws_smithy_runtime_api::client::http::HttpConnector for GuardedConnector {
         request: aws_smithy_runtime_api::client::orchestrator::HttpRequest,
     ) -> aws_smithy_runtime_api::client::http::HttpConnectorFuture {
         match check_endpoint_uri(request.uri()) {
-            Ok(()) => self.0.call(request),
+            Ok(()) => {
+                // A failure before an answer names the endpoint it could not reach.
+                let endpoint = endpoint_of(request.uri());
+                let call = self.0.call(request);
+                aws_smithy_runtime_api::client::http::HttpConnectorFuture::new(async move {
+                    call.await.map_err(|e| at_endpoint(e, endpoint))
+                })
+            }
             Err(problem) => aws_smithy_runtime_api::client::http::HttpConnectorFuture::ready(Err(
                 aws_smithy_runtime_api::client::result::ConnectorError::user(problem.into()),
             )),
         }
+    }
+}
+
+/// `scheme://host:port` of a request URI (no user-info, path or query).
+fn endpoint_of(uri: &str) -> String {
+    let (scheme, rest) = uri.split_once("://").unwrap_or(("", uri));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host_port}")
+}
+
+/// A connector error (no answer: refused, reset, timed out, TLS) that names the endpoint.
+#[derive(Debug)]
+struct Unreached {
+    endpoint: String,
+    cause: aws_smithy_runtime_api::client::result::ConnectorError,
+}
+
+impl std::fmt::Display for Unreached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "could not reach {}", self.endpoint)
+    }
+}
+
+impl Error for Unreached {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&self.cause)
+    }
+}
+
+/// `error` wrapped so that it names `endpoint`, of the same kind (the SDK retries by kind).
+fn at_endpoint(
+    error: aws_smithy_runtime_api::client::result::ConnectorError,
+    endpoint: String,
+) -> aws_smithy_runtime_api::client::result::ConnectorError {
+    use aws_smithy_runtime_api::client::result::ConnectorError;
+    let (timeout, io, user) = (error.is_timeout(), error.is_io(), error.is_user());
+    let kind = error.as_other();
+    let wrapped = Box::new(Unreached { endpoint, cause: error });
+    if timeout {
+        ConnectorError::timeout(wrapped)
+    } else if io {
+        ConnectorError::io(wrapped)
+    } else if user {
+        ConnectorError::user(wrapped)
+    } else {
+        ConnectorError::other(wrapped, kind)
     }
 }
 

@@ -113,6 +113,11 @@ impl From<WeightsError> for Diagnostic {
                 Diagnostic::error("No such route rule", detail).at(AttributePath::root("route_rule_priority"))
             }
             WeightsError::KeepsChanging { .. } => Diagnostic::error("URL map keeps changing", detail),
+            // (A missing URL map's own message names it: said once.)
+            WeightsError::Api {
+                source: source @ ComputeError::NotFound(_),
+                ..
+            } => Diagnostic::from(source),
             WeightsError::Api { url_map, source } => Diagnostic::from(source).context(format!("URL map {url_map}")),
         }
     }

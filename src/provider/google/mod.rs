@@ -589,8 +589,8 @@ pub enum WeightsError {
         /// Attempts made.
         attempts: u32,
     },
-    /// The API failed.
-    #[error("URL map {url_map}: {source}")]
+    /// The API failed (a missing URL map is named once).
+    #[error("{}", match source { ComputeError::NotFound(what) => format!("{what} was not found"), _ => format!("URL map {url_map}: {source}") })]
     Api {
         /// The URL map.
         url_map: String,

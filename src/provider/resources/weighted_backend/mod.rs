@@ -225,8 +225,18 @@ impl Resource<ProviderData> for WeightedBackend {
         }
         let live = match compute.get_url_map(&location).await {
             Ok(map) => map.weighted(&route),
-            // Created in the same apply, or unreadable right now: apply checks again.
-            Err(ComputeError::NotFound(_)) => return,
+            // Perhaps created in the same apply (then apply checks again), perhaps misspelled.
+            Err(ComputeError::NotFound(_)) => {
+                diags.attribute_warning(
+                    AttributePath::root("url_map"),
+                    "URL map not found",
+                    format!(
+                        "URL map {location} was not found. The apply fails unless this configuration creates it first; check the name and `project`{}.",
+                        if location.region.is_some() { " and `region`" } else { " (a regional URL map also needs `region`)" }
+                    ),
+                );
+                return;
+            }
             // No credentials: apply could not work either; say so now.
             Err(ComputeError::Auth(e)) => {
                 diags.add(e);
@@ -250,6 +260,23 @@ impl Resource<ProviderData> for WeightedBackend {
             Err(e @ WeightsError::AllZero { .. }) if matches!(&e, WeightsError::AllZero { unlisted, .. } if unlisted.is_empty()) =>
             {
                 diags.add(Diagnostic::from(e));
+            }
+            // A key one or two letters from a real service is a misspelling, not a service the
+            // URL map is about to get: an error now, on the key, with the name meant.
+            Err(WeightsError::UnknownBackends { unknown, real, .. })
+                if unknown.iter().all(|key| misspelling_of(key, &real).is_some()) =>
+            {
+                for key in &unknown {
+                    diags.attribute_error(
+                        AttributePath::root("weights").key(key),
+                        "Not a weighted backend service of this URL map",
+                        format!(
+                            "{key:?} is not in the weightedBackendServices of {route} of URL map {shown}. Did you mean {:?}? Its weighted backend services are: {}.",
+                            misspelling_of(key, &real).unwrap_or_default(),
+                            real.join(", ")
+                        ),
+                    );
+                }
             }
             // Everything else depends on the live URL map, which may change before apply
             // (e.g. a google_compute_url_map in the same configuration): a warning now, an
@@ -511,6 +538,16 @@ async fn write(
     let result = diags.check(written.await)?;
     diags.check(result)?;
     Some(planned)
+}
+
+/// The real service a key misspells: one at most two edits from the key's name (case aside).
+fn misspelling_of<'a>(key: &str, real: &'a [String]) -> Option<&'a str> {
+    let name = backend_name(key).to_ascii_lowercase();
+    real.iter()
+        .map(|r| (crate::naming::edit_distance(&name, &r.to_ascii_lowercase()), r.as_str()))
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, r)| r)
 }
 
 #[cfg(test)]
