@@ -141,8 +141,9 @@ pub async fn send(policy: &RetryPolicy, build: impl Fn() -> RequestBuilder) -> R
     }
 }
 
-/// The error text without the URL (query strings could carry identifiers; keep logs lean).
-fn without_url(e: &reqwest::Error) -> String {
+/// The error text without the URL (query strings could carry identifiers; keep logs lean):
+/// what failed (timed out, could not connect) and the innermost cause (DNS, refused, TLS).
+pub fn without_url(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timed out"
     } else if e.is_connect() {

@@ -155,6 +155,23 @@ fn snapshots_are_built_from_the_official_file_formats() {
         .unwrap();
     assert_eq!(status.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&status.stderr).contains("AWS ip-ranges.json"));
+
+    // Unreachable (offline): the URL once, why, and the way out. (Before: the URL twice and
+    // "error sending request", without the cause.)
+    let url = format!("http://127.0.0.1:{}/ip-ranges.json", common::server_port());
+    let status = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["ranges", "update", "--aws", &url, "--gcp", &gcp, "--azure", &azure, "--oci", &oci, "-o"])
+        .arg(dir.path().join("x.bin"))
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        stderr.contains(&format!("{url}: could not connect: Connection refused"))
+            && stderr.contains("pass it with --aws FILE")
+            && stderr.matches(&url).count() == 1,
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -168,31 +168,35 @@ impl Default for Sources {
     }
 }
 
-async fn fetch(location: &str) -> Result<String, String> {
+/// A file's text from its URL or path; `flag` is the option that gives a local file instead.
+async fn fetch(location: &str, flag: &str) -> Result<String, String> {
     if location.starts_with("https://") || location.starts_with("http://") {
         let client = crate::http::client(std::time::Duration::from_secs(120));
         let response = client
             .get(location)
             .send()
             .await
-            .map_err(|e| format!("{location}: {e}"))?;
+            .map_err(|e| format!("{location}: {} (offline? download the file and pass it with {flag} FILE)", crate::http::without_url(&e)))?;
         if !response.status().is_success() {
             return Err(format!("{location}: HTTP {}", response.status()));
         }
-        response.text().await.map_err(|e| format!("{location}: {e}"))
+        response
+            .text()
+            .await
+            .map_err(|e| format!("{location}: {}", crate::http::without_url(&e)))
     } else {
         std::fs::read_to_string(location).map_err(|e| format!("{location}: {e}"))
     }
 }
 
-async fn fetch_json(location: &str) -> Result<Json, String> {
-    let text = fetch(location).await?;
+async fn fetch_json(location: &str, flag: &str) -> Result<Json, String> {
+    let text = fetch(location, flag).await?;
     serde_json::from_str(&text).map_err(|e| format!("{location}: not JSON: {e}"))
 }
 
 /// Azure: a Service Tags file, or the download page whose link to the current file is followed.
 async fn azure_json(location: &str) -> Result<Json, String> {
-    let text = fetch(location).await?;
+    let text = fetch(location, "--azure").await?;
     if let Ok(json) = serde_json::from_str::<Json>(&text) {
         return Ok(json);
     }
@@ -201,7 +205,7 @@ async fn azure_json(location: &str) -> Result<Json, String> {
         .find(&text)
         .map(|m| m.as_str().to_string())
         .ok_or_else(|| format!("{location}: no ServiceTags_Public_YYYYMMDD.json link found; download the file and pass it with --azure FILE"))?;
-    fetch_json(&link).await
+    fetch_json(&link, "--azure").await
 }
 
 /// `locality ranges update`: builds a snapshot from the four files and writes it to `output`
@@ -216,10 +220,10 @@ pub async fn update(
     output: &std::path::Path,
     out: &mut dyn Write,
 ) -> Result<(), String> {
-    let (mut ranges, aws_date) = sources::aws(&fetch_json(&sources.aws).await?).map_err(|e| e.to_string())?;
-    let (gcp, gcp_date) = sources::gcp(&fetch_json(&sources.gcp).await?).map_err(|e| e.to_string())?;
+    let (mut ranges, aws_date) = sources::aws(&fetch_json(&sources.aws, "--aws").await?).map_err(|e| e.to_string())?;
+    let (gcp, gcp_date) = sources::gcp(&fetch_json(&sources.gcp, "--gcp").await?).map_err(|e| e.to_string())?;
     let azure = sources::azure(&azure_json(&sources.azure).await?).map_err(|e| e.to_string())?;
-    let (oci, oci_date) = sources::oci(&fetch_json(&sources.oci).await?).map_err(|e| e.to_string())?;
+    let (oci, oci_date) = sources::oci(&fetch_json(&sources.oci, "--oci").await?).map_err(|e| e.to_string())?;
     ranges.extend(gcp);
     ranges.extend(azure);
     ranges.extend(oci);
