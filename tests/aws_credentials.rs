@@ -420,8 +420,9 @@ async fn aws_errors_are_one_readable_sentence() {
         tf.write("main.tf", &config(&moto, "").replace(&moto.endpoint, &closed));
         let out = flat(&tf.fails(&["apply", "-auto-approve"]));
         assert!(
-            out.contains(&format!("ssm:PutParameter of \"/prod/cache/replica-map\": dispatch failure: could not reach {closed}:"))
-                && out.contains("Connection refused"),
+            out.contains(&format!(
+                "ssm:PutParameter of \"/prod/cache/replica-map\": dispatch failure: could not reach {closed}:"
+            )) && out.contains("Connection refused"),
             "{out}"
         );
         for dump in ["DispatchFailure(", "ConnectorError {", "SdkError", "raw:", "headers"] {

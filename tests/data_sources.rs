@@ -160,7 +160,9 @@ fn snapshots_are_built_from_the_official_file_formats() {
     // "error sending request", without the cause.)
     let url = format!("http://127.0.0.1:{}/ip-ranges.json", common::server_port());
     let status = Command::new(env!("CARGO_BIN_EXE_locality"))
-        .args(["ranges", "update", "--aws", &url, "--gcp", &gcp, "--azure", &azure, "--oci", &oci, "-o"])
+        .args([
+            "ranges", "update", "--aws", &url, "--gcp", &gcp, "--azure", &azure, "--oci", &oci, "-o",
+        ])
         .arg(dir.path().join("x.bin"))
         .output()
         .unwrap();

@@ -814,9 +814,9 @@ fn aws_maps_without_region_or_credentials_say_so() {
     );
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr
-            .contains("ssm:GetParameter of \"/prod/cache/replica-map\": dispatch failure: could not reach http://127.0.0.1:1:")
-            && r.stderr.contains("Connection refused")
+        r.stderr.contains(
+            "ssm:GetParameter of \"/prod/cache/replica-map\": dispatch failure: could not reach http://127.0.0.1:1:"
+        ) && r.stderr.contains("Connection refused")
             && !r.stderr.contains("DispatchFailure {")
             && !r.stderr.contains("ConnectorError {"),
         "{}",

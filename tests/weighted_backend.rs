@@ -337,13 +337,21 @@ async fn bad_input_is_a_diagnostic_on_the_attribute() {
         assert!(!fake.take_requests().iter().any(|r| r.starts_with("PATCH")));
 
         // A misspelled URL map: a plan warning on url_map, and the apply's error names it once.
-        tf.write("main.tf", &config(&fake, NORMAL).replace(&format!("\"{MAP}\""), "\"web-urlmpa\""));
+        tf.write(
+            "main.tf",
+            &config(&fake, NORMAL).replace(&format!("\"{MAP}\""), "\"web-urlmpa\""),
+        );
         let (_, plan) = tf.plan_exit_code();
         let plan = flat(plan);
-        assert!(plan.contains("Warning: URL map not found") && plan.contains("URL map winticket-prod/web-urlmpa was not found. The apply fails"), "{plan}");
+        assert!(
+            plan.contains("Warning: URL map not found")
+                && plan.contains("URL map winticket-prod/web-urlmpa was not found. The apply fails"),
+            "{plan}"
+        );
         let out = flat(tf.fails(&["apply", "-auto-approve"]));
         assert!(
-            out.contains("Error: Not found in Google Cloud") && out.contains("URL map winticket-prod/web-urlmpa was not found")
+            out.contains("Error: Not found in Google Cloud")
+                && out.contains("URL map winticket-prod/web-urlmpa was not found")
                 && !out.contains("web-urlmpa: URL map"),
             "{out}"
         );

@@ -172,11 +172,12 @@ impl Default for Sources {
 async fn fetch(location: &str, flag: &str) -> Result<String, String> {
     if location.starts_with("https://") || location.starts_with("http://") {
         let client = crate::http::client(std::time::Duration::from_secs(120));
-        let response = client
-            .get(location)
-            .send()
-            .await
-            .map_err(|e| format!("{location}: {} (offline? download the file and pass it with {flag} FILE)", crate::http::without_url(&e)))?;
+        let response = client.get(location).send().await.map_err(|e| {
+            format!(
+                "{location}: {} (offline? download the file and pass it with {flag} FILE)",
+                crate::http::without_url(&e)
+            )
+        })?;
         if !response.status().is_success() {
             return Err(format!("{location}: HTTP {}", response.status()));
         }

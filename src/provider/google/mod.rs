@@ -93,8 +93,9 @@ pub enum ComputeError {
 /// in between).
 pub const CONFLICT_RETRIES: u32 = 5;
 
-/// The first wait before a write retried after a stale fingerprint; it doubles each time (with
-/// full jitter), so that writers in other processes get out of each other's way.
+/// The first wait before a write retried after a stale fingerprint; it doubles each time, and
+/// each wait is a random half to all of it, so that writers in other processes get out of each
+/// other's way.
 const CONFLICT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// Whether a finished operation failed on a stale fingerprint: Compute accepts a PATCH whose

@@ -412,20 +412,29 @@ pub(super) fn permission_text(mode: u32) -> String {
     format!("{:04o}", mode & 0o777)
 }
 
-/// The top-level keys of a secret's value that a published replica map does not have (sorted;
-/// empty when the value is not a JSON object): the keys of a secret shared with others.
+/// The top-level keys of a secret's value that a published replica map does not have, quoted
+/// and sorted, as a message shows them: at most 10, each cut at 64 characters, then how many
+/// more (empty when the value is not a JSON object): the keys of a secret shared with others.
 fn foreign_keys(value: &str) -> Vec<String> {
     const DOCUMENT_KEYS: [&str; 5] = ["version", "fallback", "zones", "zone_ids", "replicas"];
+    const SHOWN: usize = 10;
     let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(value) else {
         return Vec::new();
     };
-    let mut keys: Vec<String> = object
-        .keys()
-        .filter(|k| !DOCUMENT_KEYS.contains(&k.as_str()))
-        .map(|k| format!("{k:?}"))
-        .collect();
+    let mut keys: Vec<&String> = object.keys().filter(|k| !DOCUMENT_KEYS.contains(&k.as_str())).collect();
     keys.sort();
-    keys
+    let mut shown: Vec<String> = keys
+        .iter()
+        .take(SHOWN)
+        .map(|k| match k.char_indices().nth(64) {
+            Some((cut, _)) => format!("{:?}…", &k[..cut]),
+            None => format!("{k:?}"),
+        })
+        .collect();
+    if keys.len() > SHOWN {
+        shown.push(format!("and {} more", keys.len() - SHOWN));
+    }
+    shown
 }
 
 /// The provider-wide lock of one secret: resources publishing under keys of one shared secret
@@ -460,6 +469,23 @@ mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 
     use super::*;
+
+    #[test]
+    fn another_applications_keys_are_named_bounded_never_their_values() {
+        assert!(foreign_keys(r#"{"version":1,"fallback":"f","zones":{}}"#).is_empty());
+        assert!(foreign_keys("plain-password").is_empty());
+        assert_eq!(
+            foreign_keys(r#"{"zones":{},"port":1,"db_password":"hunter2"}"#),
+            [r#""db_password""#, r#""port""#]
+        );
+        let many: serde_json::Map<String, serde_json::Value> = (0..12)
+            .map(|i| (format!("k{i:02}{}", "é".repeat(100)), "v".into()))
+            .collect();
+        let shown = foreign_keys(&serde_json::Value::Object(many).to_string());
+        assert_eq!(shown.len(), 11);
+        assert_eq!(shown[10], "and 2 more");
+        assert!(shown[0].ends_with('…') && shown[0].chars().count() < 70, "{}", shown[0]);
+    }
 
     #[tokio::test]
     async fn files_are_replaced_whole_with_the_documented_mode() {
