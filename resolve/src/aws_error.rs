@@ -24,15 +24,11 @@ profile of ~/.aws/config); on EC2 and ECS the region also comes from the instanc
 pub const DEFAULT_SHARED_FILES: &str =
     "~/.aws/config, ~/.aws/credentials, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE";
 
-/// The profile to check before anything is loaded: the one given (e.g. `profile` in a block),
-/// else `AWS_PROFILE` (then `true`: it came from the environment); `None` when neither names one.
-pub fn selected_profile(given: Option<&str>) -> Option<(String, bool)> {
-    if let Some(profile) = given {
-        return Some((profile.to_string(), false));
-    }
-    let from_env = std::env::var("AWS_PROFILE").ok()?;
-    let from_env = from_env.trim();
-    (!from_env.is_empty()).then(|| (from_env.to_string(), true))
+/// The profile `AWS_PROFILE` names (trimmed; `None` when unset or blank).
+pub fn env_profile() -> Option<String> {
+    let profile = std::env::var("AWS_PROFILE").ok()?;
+    let profile = profile.trim();
+    (!profile.is_empty()).then(|| profile.to_string())
 }
 
 /// Checks that the shared files (`files`, else the SDK's defaults) hold `profile`: without

@@ -192,8 +192,8 @@ mod aws {
     async fn fetch(source: &MapSource) -> Result<String, String> {
         use crate::aws_error::{chain, describe, NO_REGION};
         // A profile the shared files do not hold: said as such, not as the next source's failure.
-        if let Some((profile, from_env)) = crate::aws_error::selected_profile(None) {
-            if let Some(problem) = crate::aws_error::missing_profile(&profile, from_env, None).await {
+        if let Some(profile) = crate::aws_error::env_profile() {
+            if let Some(problem) = crate::aws_error::missing_profile(&profile, true, None).await {
                 return Err(problem);
             }
         }

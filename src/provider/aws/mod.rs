@@ -305,8 +305,7 @@ impl Aws {
             loader = loader.profile_files(files);
         }
         let mut profile_problem = None;
-        if let (None, Some((profile, true))) = (&settings.profile, locality_resolve::aws_error::selected_profile(None))
-        {
+        if let (None, Some(profile)) = (&settings.profile, locality_resolve::aws_error::env_profile()) {
             profile_problem =
                 locality_resolve::aws_error::missing_profile(&profile, true, settings.profile_files().as_ref()).await;
         }
