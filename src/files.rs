@@ -85,6 +85,19 @@ pub fn remove(path: &Path, directories: Directories) -> std::io::Result<bool> {
     }
 }
 
+/// A file path's directory (`.` when it has none) and the file's name.
+fn split(path: &Path) -> std::io::Result<(&Path, std::ffi::OsString)> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(ErrorKind::InvalidInput, "the path names no file"))?
+        .to_os_string();
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok((dir, name))
+}
+
 /// The error for a directory on the way that is a symbolic link.
 fn symlinked_directory(dir: &Path) -> std::io::Error {
     let real = std::fs::canonicalize(dir)
@@ -184,14 +197,7 @@ mod modes {
     impl Parent {
         /// Opens the directory of `path` (created with `create` mode when missing).
         pub(super) fn open(path: &Path, directories: Directories, create: Option<u32>) -> std::io::Result<Parent> {
-            let name = path
-                .file_name()
-                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file"))?
-                .to_os_string();
-            let parent = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            let (parent, name) = super::split(path)?;
             if directories == Directories::Follow {
                 if let Some(mode) = create {
                     std::fs::DirBuilder::new().recursive(true).mode(mode).create(parent)?;
@@ -304,15 +310,8 @@ mod modes {
 
     impl Parent {
         pub(super) fn open(path: &Path, directories: Directories, create: Option<u32>) -> std::io::Result<Parent> {
-            let name = path
-                .file_name()
-                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file"))?
-                .to_os_string();
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .to_path_buf();
+            let (dir, name) = super::split(path)?;
+            let dir = dir.to_path_buf();
             if directories == Directories::NoLinks {
                 let mut walked = PathBuf::new();
                 for component in dir.components() {
