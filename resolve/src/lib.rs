@@ -27,6 +27,8 @@
 pub mod aws_error;
 pub mod cache;
 pub mod check;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod detect;
 pub mod document;
 // HAProxy, its runtime API over a Unix socket, and signals: Unix only.

@@ -1,0 +1,296 @@
+//! The command lines of `resolve` and `sidecar`, shared by the `locality` CLI and the
+//! application-side binary `locality-app` (this crate's, with only what an application host
+//! needs): their flags, the environment they read (LOCALITY_ZONE, LOCALITY_FALLBACK,
+//! LOCALITY_TLS_SERVER_NAME) and the calls into [`crate::run`] and [`crate::sidecar::run`].
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Subcommand, ValueEnum};
+
+/// The application-side commands, as `locality` and `locality-app` both offer them.
+#[derive(Subcommand)]
+pub enum AppCommand {
+    /// Which cache endpoint should this process read from? This process's availability zone
+    /// (--zone, LOCALITY_ZONE, ECS or Lambda metadata, EC2 IMDSv2 then IMDSv1) looked up in the
+    /// replica map; the map's fallback on every failure path (exit 0, the reason on stderr).
+    Resolve(ResolveArgs),
+    /// Same-zone reads with in-request failover for applications that cannot change code:
+    /// HAProxy on a local port, steered by the map (the zone's replicas, the reader endpoint as
+    /// backup), run in the foreground and kept in step with the map.
+    Sidecar(SidecarArgs),
+}
+
+impl AppCommand {
+    /// Runs the command; its exit code.
+    pub fn run(self) -> ExitCode {
+        match self {
+            AppCommand::Resolve(args) => resolve(args),
+            AppCommand::Sidecar(args) => sidecar(args),
+        }
+    }
+}
+
+/// Where the map is, which zone this is, and what to do when the map cannot be read: the
+/// options `resolve` and `sidecar` share.
+#[derive(clap::Args)]
+struct MapArgs {
+    /// The map: a file path, ssm:<name>, secretsmanager:<id> or secretsmanager:<id>#<key>.
+    #[arg(long, value_name = "SOURCE")]
+    map: String,
+    /// This process's zone, an AZ name (ap-northeast-1a) or ID (apne1-az4); default:
+    /// LOCALITY_ZONE, else detected.
+    #[arg(long, value_parser = parse_zone)]
+    zone: Option<crate::Zone>,
+    /// Total time for zone detection, e.g. 1s or 500ms.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    timeout: std::time::Duration,
+    /// Where detections, failures and unhealthy marks are cached (default: $RUNTIME_DIRECTORY,
+    /// else $XDG_RUNTIME_DIR/locality, else /run/locality as root, else <temp dir>/locality-<uid>).
+    /// Used only when every directory from / down to it is owned by root or this user and not
+    /// writable by others (sticky ones such as /tmp excepted); nothing existing is changed.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// How long a failed detection is cached (seconds); never longer.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    failure_ttl: u64,
+    /// How long the check of one replica may take, e.g. 300ms.
+    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
+    check_timeout: std::time::Duration,
+    /// TLS to the nodes (ElastiCache in-transit encryption), trusting the system's CAs and
+    /// those of the PEM file named by LOCALITY_TLS_CA_FILE; each node's certificate must carry
+    /// its host name (or, for an IP address, --tls-server-name).
+    #[arg(long)]
+    tls: bool,
+    /// With --tls, the name the certificates of nodes given as IP addresses must carry
+    /// (default: LOCALITY_TLS_SERVER_NAME). Without it, TLS to an IP address is refused.
+    #[arg(long, value_name = "NAME", value_parser = parse_server_name)]
+    tls_server_name: Option<String>,
+    /// The endpoint (host:port, the reader endpoint) to use when the map cannot be read
+    /// (missing, unreadable, not a map); an orchestrator can inject it as LOCALITY_FALLBACK.
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_endpoint)]
+    fallback: Option<String>,
+}
+
+/// The flags of `resolve`.
+#[derive(clap::Args)]
+pub struct ResolveArgs {
+    #[command(flatten)]
+    map: MapArgs,
+    /// Connect to the chosen replica and PING it first; a replica that fails, or that reports
+    /// another availability zone (Valkey 8+), is marked unhealthy, and the zone's next replica
+    /// (with spread replicas) or else the fallback is used.
+    #[arg(long)]
+    check: bool,
+    /// How long a replica that failed the check is avoided (seconds).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    unhealthy_ttl: u64,
+    /// Output: host:port, shell assignments for eval, or one JSON object.
+    #[arg(long, value_enum, default_value_t = ResolveFormat::Endpoint)]
+    format: ResolveFormat,
+}
+
+/// The flags of `sidecar`.
+#[derive(clap::Args)]
+#[cfg_attr(not(unix), allow(dead_code))]
+pub struct SidecarArgs {
+    #[command(flatten)]
+    map: MapArgs,
+    /// The local listener applications connect to.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:6379")]
+    listen: std::net::SocketAddr,
+    /// How often the map is re-read (seconds); SIGHUP re-reads it at once.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    interval: u64,
+    /// The HAProxy binary (2.6 or later).
+    #[arg(long, value_name = "PATH", default_value = "haproxy")]
+    haproxy: PathBuf,
+    /// HAProxy's statistics over HTTP (/stats, /stats;csv, /metrics for Prometheus), or "off".
+    /// Unauthenticated and read-only: keep it on loopback (the default) or a private network.
+    #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8404", value_parser = parse_stats)]
+    stats: Stats,
+    /// A nameserver for the nodes' host names (repeatable); default: /etc/resolv.conf's.
+    #[arg(long, value_name = "IP:PORT")]
+    nameserver: Vec<std::net::SocketAddr>,
+    /// Where the configuration and HAProxy's runtime API socket live (default:
+    /// <cache dir>/sidecar-<listen port>). Created (mode 0700) when missing; an existing one
+    /// is never changed and must be this user's, not writable by group or others, below
+    /// directories only root or this user can change.
+    #[arg(long, value_name = "DIR")]
+    run_dir: Option<PathBuf>,
+    /// When the sidecar runs as root: the user HAProxy's workers run as, USER or USER:GROUP
+    /// (names or numbers; default nobody, with its primary group). Root is refused.
+    #[arg(long, value_name = "USER[:GROUP]")]
+    haproxy_user: Option<String>,
+    /// Print the HAProxy configuration and exit (for those who run HAProxy themselves).
+    #[arg(long)]
+    print_config: bool,
+}
+
+/// `--stats`: an address or off.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(unix), allow(dead_code))]
+struct Stats(Option<std::net::SocketAddr>);
+
+fn parse_stats(value: &str) -> Result<Stats, String> {
+    if value == "off" {
+        return Ok(Stats(None));
+    }
+    value
+        .parse()
+        .map(|addr| Stats(Some(addr)))
+        .map_err(|_| format!("{value:?} is neither ADDR:PORT (127.0.0.1:8404) nor off"))
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ResolveFormat {
+    /// host:port
+    Endpoint,
+    /// LOCALITY_READ_ENDPOINT=... lines for eval
+    Env,
+    /// {"endpoint", "route", "zone", "zone_id", "zone_source", "reason"}
+    Json,
+}
+
+fn parse_zone(value: &str) -> Result<crate::Zone, String> {
+    crate::Zone::parse(value)
+        .ok_or_else(|| format!("{value:?} is neither an AZ name (ap-northeast-1a) nor an AZ ID (apne1-az4)"))
+}
+
+fn parse_duration(value: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(value).map_err(|e| format!("{value:?}: {e} (e.g. 1s, 300ms)"))
+}
+
+fn parse_server_name(value: &str) -> Result<String, String> {
+    if crate::zone::is_dns_name(value) {
+        Ok(value.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "{:?} is not a DNS name; give the name the nodes' certificates carry, e.g. \"replicas.example.cache.amazonaws.com\"",
+            value.chars().take(80).collect::<String>()
+        ))
+    }
+}
+
+fn parse_endpoint(value: &str) -> Result<String, String> {
+    crate::zone::check_endpoint(value).map(|()| value.to_string())
+}
+
+/// The options `resolve` and `sidecar` share; `Err` with the exit code of a usage error (said on
+/// stderr).
+fn base_options(args: MapArgs) -> Result<crate::Options, ExitCode> {
+    let usage = |what: &str, problem: &str| {
+        let _ = writeln!(std::io::stderr(), "error: {what}: {problem}");
+        ExitCode::from(2)
+    };
+    let map = crate::MapSource::parse(&args.map).map_err(|e| usage("--map", &e))?;
+    let mut options = crate::Options::new(map);
+    // A --zone given wins: the environment is not even read then.
+    options.zone_env = None;
+    options.zone_env_problem = None;
+    if let (None, Ok(value)) = (&args.zone, std::env::var("LOCALITY_ZONE")) {
+        if !value.trim().is_empty() {
+            match parse_zone(value.trim()) {
+                Ok(zone) => options.zone_env = Some(zone),
+                // An unusable LOCALITY_ZONE is a failure path like a failed detection (the
+                // reader endpoint, one line on stderr) when a fallback is given; without one,
+                // a usage error, like --zone.
+                Err(_) => options.zone_env_problem = crate::zone_env_problem(&value),
+            }
+        }
+    }
+    options.zone_flag = args.zone;
+    options.budget.total = args.timeout;
+    options.budget.request = options.budget.request.min(args.timeout);
+    if let Some(dir) = args.cache_dir {
+        options.cache_dir = Some(dir);
+    }
+    options.failure_ttl = std::time::Duration::from_secs(args.failure_ttl);
+    options.check_timeout = args.check_timeout;
+    options.tls = args.tls;
+    options.tls_server_name = match args.tls_server_name {
+        Some(name) => Some(name),
+        None => match std::env::var("LOCALITY_TLS_SERVER_NAME") {
+            Ok(value) if !value.trim().is_empty() => {
+                Some(parse_server_name(value.trim()).map_err(|e| usage("LOCALITY_TLS_SERVER_NAME", &e))?)
+            }
+            _ => None,
+        },
+    };
+    options.fallback = args.fallback;
+    // LOCALITY_FALLBACK is --fallback from the environment; the flag wins, and an empty value
+    // (an orchestrator's unset template variable) counts as not given.
+    if options.fallback.is_none() {
+        if let Ok(value) = std::env::var("LOCALITY_FALLBACK") {
+            if !value.trim().is_empty() {
+                options.fallback = Some(parse_endpoint(value.trim()).map_err(|e| usage("LOCALITY_FALLBACK", &e))?);
+            }
+        }
+    }
+    if let (Some(problem), None) = (&options.zone_env_problem, &options.fallback) {
+        return Err(usage(
+            "LOCALITY_ZONE",
+            &format!(
+                "{problem} (with --fallback or LOCALITY_FALLBACK given, the reader endpoint would be used instead)"
+            ),
+        ));
+    }
+    Ok(options)
+}
+
+/// `resolve`: prints the endpoint (or the fallback, with the reason on stderr).
+pub fn resolve(args: ResolveArgs) -> ExitCode {
+    let mut options = match base_options(args.map) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    options.check = args.check;
+    options.unhealthy_ttl = std::time::Duration::from_secs(args.unhealthy_ttl);
+    let format = match args.format {
+        ResolveFormat::Endpoint => crate::Format::Endpoint,
+        ResolveFormat::Env => crate::Format::Env,
+        ResolveFormat::Json => crate::Format::Json,
+    };
+    ExitCode::from(crate::run(
+        &options,
+        format,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ))
+}
+
+/// `locality sidecar` on Windows: HAProxy and the runtime API the sidecar steers it through
+/// (a Unix socket, signals) are Unix tools.
+#[cfg(not(unix))]
+pub fn sidecar(_args: SidecarArgs) -> ExitCode {
+    let _ = writeln!(
+        std::io::stderr(),
+        "error: locality sidecar runs HAProxy and steers it over a Unix socket: it runs on Linux and macOS, not on \
+         Windows. Use `locality resolve` here (it works the same on every platform)."
+    );
+    ExitCode::from(2)
+}
+
+/// `sidecar`: HAProxy on a local port, steered by the map, in the foreground.
+#[cfg(unix)]
+pub fn sidecar(args: SidecarArgs) -> ExitCode {
+    let resolve = match base_options(args.map) {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    let mut options = crate::sidecar::SidecarOptions::new(resolve);
+    options.listen = args.listen;
+    options.interval = std::time::Duration::from_secs(args.interval);
+    options.haproxy = args.haproxy;
+    options.stats = args.stats.0;
+    options.nameservers = args.nameserver;
+    options.run_dir = args.run_dir;
+    options.haproxy_user = args.haproxy_user;
+    ExitCode::from(crate::sidecar::run(
+        &options,
+        args.print_config,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ))
+}
