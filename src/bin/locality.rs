@@ -53,7 +53,7 @@ enum Command {
     },
     /// `resolve` and `sidecar` (the application side, also in `locality-app`).
     #[command(flatten)]
-    App(locality_resolve::cli::AppCommand),
+    App(Box<locality_resolve::cli::AppCommand>),
     /// The IP-range snapshot: rebuild it from the clouds' files, or show one.
     Ranges {
         #[command(subcommand)]
