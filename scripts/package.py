@@ -4,8 +4,8 @@
     scripts/package.py BIN_DIR VERSION OUT_DIR [--platform OS_ARCH] [--mirror MIRROR_DIR] [--sign GPG_KEY_ID] [--level N]
     scripts/package.py --combine VERSION OUT_DIR PART_DIR... [--mirror MIRROR_DIR] [--sign GPG_KEY_ID]
 
-The first form packs one platform's binaries (BIN_DIR holds `terraform-provider-locality` and
-`locality`, with `.exe` on Windows; --platform defaults to this machine's, one of linux_amd64,
+The first form packs one platform's binaries (BIN_DIR holds `terraform-provider-locality`,
+`locality` and `locality-app`, with `.exe` on Windows; --platform defaults to this machine's, one of linux_amd64,
 linux_arm64, darwin_amd64, darwin_arm64, windows_amd64) and then writes the release files for
 it; the second gathers the archives of several platforms' OUT_DIRs (the release workflow's
 native builds) into one release. Release files in OUT_DIR:
@@ -13,7 +13,8 @@ native builds) into one release. Release files in OUT_DIR:
   terraform-provider-locality_VERSION_manifest.json      from terraform-registry-manifest.json
   terraform-provider-locality_VERSION_SHA256SUMS         sha256 of the zips and the manifest (registry format)
   locality_VERSION_OS_ARCH.tar.gz (.zip on Windows)      the CLI with README.md, LICENSE, CHANGELOG.md
-  locality_VERSION_SHA256SUMS                            sha256 of the CLI archives
+  locality-app_VERSION_OS_ARCH.tar.gz (.zip on Windows)  the application-side binary (resolve, sidecar), the same three
+  locality_VERSION_SHA256SUMS                            sha256 of the CLI and application archives
 With --sign, also terraform-provider-locality_VERSION_SHA256SUMS.sig (gpg --detach-sign with
 that key), which a registry serves so that `terraform init` verifies the checksums and records
 the zh: hashes. --level sets the deflate level (default 9; tests use 1 on debug binaries). With
@@ -90,7 +91,8 @@ def host_platform():
 
 
 def pack(bin_dir, version, out, target, level):
-    """One platform's archives: the provider zip and the CLI archive (.zip on Windows, else .tar.gz)."""
+    """One platform's archives: the provider zip, and the CLI's and the application-side binary's
+    archives (.zip on Windows, else .tar.gz)."""
     if target not in PLATFORMS:
         sys.exit(f"package.py: unknown platform {target!r}; expected one of {', '.join(PLATFORMS)}")
     exe = ".exe" if target.startswith("windows_") else ""
@@ -98,33 +100,40 @@ def pack(bin_dir, version, out, target, level):
     provider = f"terraform-provider-locality_{version}"
     zip_one(os.path.join(out, f"{provider}_{target}.zip"), f"terraform-provider-locality_v{version}{exe}",
             read(os.path.join(bin_dir, f"terraform-provider-locality{exe}")), level)
-    folder = f"locality_{version}_{target}"
-    members = [
-        (f"{folder}/locality{exe}", read(os.path.join(bin_dir, f"locality{exe}")), 0o755),
-        (f"{folder}/README.md", read(os.path.join(ROOT, "README.md")), 0o644),
-        (f"{folder}/LICENSE", read(os.path.join(ROOT, "LICENSE")), 0o644),
-        (f"{folder}/CHANGELOG.md", read(os.path.join(ROOT, "CHANGELOG.md")), 0o644),
-    ]
-    if exe:
-        zip_many(os.path.join(out, f"{folder}.zip"), members, level)
-    else:
-        tar_gz(os.path.join(out, f"{folder}.tar.gz"), members, level)
+    for binary in ("locality", "locality-app"):
+        folder = f"{binary}_{version}_{target}"
+        members = [
+            (f"{folder}/{binary}{exe}", read(os.path.join(bin_dir, f"{binary}{exe}")), 0o755),
+            (f"{folder}/README.md", read(os.path.join(ROOT, "README.md")), 0o644),
+            (f"{folder}/LICENSE", read(os.path.join(ROOT, "LICENSE")), 0o644),
+            (f"{folder}/CHANGELOG.md", read(os.path.join(ROOT, "CHANGELOG.md")), 0o644),
+        ]
+        if exe:
+            zip_many(os.path.join(out, f"{folder}.zip"), members, level)
+        else:
+            tar_gz(os.path.join(out, f"{folder}.tar.gz"), members, level)
 
 
 def combine(version, out, parts, mirror, sign):
     """The release from one or more platforms' archives: the registry manifest, SHA256SUMS of
     the provider zips and the manifest (the registry's format, signed with --sign), SHA256SUMS
-    of the CLI archives, and with --mirror a packed filesystem mirror of every platform."""
+    of the CLI and application archives, and with --mirror a packed filesystem mirror of every platform."""
     os.makedirs(out, exist_ok=True)
     provider = f"terraform-provider-locality_{version}"
     for part in parts:
         for name in sorted(os.listdir(part)):
-            if name.startswith((f"{provider}_", f"locality_{version}_")) and name.endswith((".zip", ".tar.gz")):
+            if name.startswith((f"{provider}_", f"locality_{version}_", f"locality-app_{version}_")) and name.endswith(
+                (".zip", ".tar.gz")
+            ):
                 if os.path.abspath(part) != os.path.abspath(out):
                     shutil.copyfile(os.path.join(part, name), os.path.join(out, name))
     names = sorted(os.listdir(out))
     zips = [n for n in names if n.startswith(f"{provider}_") and n.endswith(".zip")]
-    clis = [n for n in names if n.startswith(f"locality_{version}_") and n.endswith((".zip", ".tar.gz"))]
+    clis = [
+        n
+        for n in names
+        if n.startswith((f"locality_{version}_", f"locality-app_{version}_")) and n.endswith((".zip", ".tar.gz"))
+    ]
     if not zips or not clis:
         sys.exit(f"package.py: no archives of version {version} in {', '.join(parts)}")
     manifest_name = f"{provider}_manifest.json"

@@ -15,7 +15,27 @@ use sha2::{Digest, Sha256};
 /// output is reproducible at any fixed level).
 const FAST: [&str; 2] = ["--level", "1"];
 
+/// `locality-app` beside the other binaries (a workspace build makes it; a build of this
+/// package alone does not).
+fn app_binary() -> PathBuf {
+    let app = provider_binary().parent().unwrap().join("locality-app");
+    if !app.exists() {
+        run_ok(Command::new(env!("CARGO")).args([
+            "build",
+            "--locked",
+            "-p",
+            "locality-resolve",
+            "--features",
+            "cli",
+            "--bin",
+            "locality-app",
+        ]));
+    }
+    app
+}
+
 fn package(out: &Path, mirror: Option<&Path>) {
+    app_binary();
     let bin_dir = provider_binary().parent().unwrap().to_path_buf();
     let mut cmd = Command::new("python3");
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package.py"))
@@ -57,6 +77,7 @@ fn artifacts_have_the_registry_layout_and_are_reproducible() {
     assert_eq!(
         names,
         [
+            format!("locality-app_{VERSION}_linux_amd64.tar.gz"),
             format!("locality_{VERSION}_SHA256SUMS"),
             format!("locality_{VERSION}_linux_amd64.tar.gz"),
             format!("terraform-provider-locality_{VERSION}_SHA256SUMS"),
@@ -102,12 +123,14 @@ fn artifacts_have_the_registry_layout_and_are_reproducible() {
         "the zip holds the binary as built"
     );
 
-    // The CLI tarball: the binary, README, licence and changelog, with its own checksum file.
+    // The CLI and application tarballs: the binary, README, licence and changelog, with their
+    // own checksum file.
     let cli_sums = std::fs::read_to_string(a.join(format!("locality_{VERSION}_SHA256SUMS"))).unwrap();
     assert_eq!(
         cli_sums,
         format!(
-            "{}  locality_{VERSION}_linux_amd64.tar.gz\n",
+            "{}  locality-app_{VERSION}_linux_amd64.tar.gz\n{}  locality_{VERSION}_linux_amd64.tar.gz\n",
+            sha256(&a.join(format!("locality-app_{VERSION}_linux_amd64.tar.gz"))),
             sha256(&a.join(format!("locality_{VERSION}_linux_amd64.tar.gz")))
         )
     );
@@ -142,6 +165,37 @@ fn artifacts_have_the_registry_layout_and_are_reproducible() {
     )
     .unwrap();
     let out = Command::new(&cli)
+        .args(["resolve", "--zone", "ap-northeast-1a", "--map"])
+        .arg(&map)
+        .arg("--cache-dir")
+        .arg(unpacked.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "replica-a.example:6379\n");
+    // The application-side tarball: locality-app as built, answering the same.
+    let status = Command::new("tar")
+        .arg("-xzf")
+        .arg(a.join(format!("locality-app_{VERSION}_linux_amd64.tar.gz")))
+        .arg("-C")
+        .arg(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let app = unpacked
+        .path()
+        .join(format!("locality-app_{VERSION}_linux_amd64/locality-app"));
+    assert_eq!(std::fs::read(&app).unwrap(), std::fs::read(app_binary()).unwrap());
+    for member in ["README.md", "LICENSE", "CHANGELOG.md"] {
+        assert!(
+            unpacked
+                .path()
+                .join(format!("locality-app_{VERSION}_linux_amd64/{member}"))
+                .exists(),
+            "{member}"
+        );
+    }
+    let out = Command::new(&app)
         .args(["resolve", "--zone", "ap-northeast-1a", "--map"])
         .arg(&map)
         .arg("--cache-dir")
@@ -210,6 +264,7 @@ fn terraform_init_installs_from_the_packed_mirror_and_verifies_the_lock_file() {
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::write(bin.join("terraform-provider-locality"), &tampered).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_locality"), bin.join("locality")).unwrap();
+    std::fs::copy(app_binary(), bin.join("locality-app")).unwrap();
     let evil = tmp.path().join("evil-mirror");
     let status = Command::new("python3")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/package.py"))
@@ -377,7 +432,7 @@ fn terraform_init_from_a_registry_records_h1_and_zh_hashes() {
 
 /// Every platform the release workflow builds, packed here from stand-in binaries (this machine
 /// has only the linux_amd64 Rust target): each platform's names and archive format (Windows:
-/// `.exe` binaries and a `.zip` CLI archive), the combined SHA256SUMS and manifest, the mirror
+/// `.exe` binaries and `.zip` CLI and application archives), the combined SHA256SUMS and manifest, the mirror
 /// layout with every platform, and byte-identical output when packed again.
 #[test]
 fn every_platform_is_packed_with_its_names_and_format() {
@@ -402,6 +457,7 @@ fn every_platform_is_packed_with_its_names_and_format() {
             )
             .unwrap();
             std::fs::write(bin.join(format!("locality{exe}")), format!("cli for {platform}")).unwrap();
+            std::fs::write(bin.join(format!("locality-app{exe}")), format!("app for {platform}")).unwrap();
             let part = dist.with_extension(format!("part-{platform}"));
             run_ok(
                 Command::new("python3")
@@ -436,6 +492,7 @@ fn every_platform_is_packed_with_its_names_and_format() {
             [
                 format!("terraform-provider-locality_{VERSION}_{p}.zip"),
                 format!("locality_{VERSION}_{p}.{cli}"),
+                format!("locality-app_{VERSION}_{p}.{cli}"),
             ]
         })
         .chain([
@@ -472,6 +529,11 @@ fn every_platform_is_packed_with_its_names_and_format() {
     );
     assert!(listing(&format!("locality_{VERSION}_windows_amd64.zip"))
         .contains(&format!("locality_{VERSION}_windows_amd64/locality.exe")));
+    assert!(listing(&format!("locality-app_{VERSION}_windows_amd64.zip"))
+        .contains(&format!("locality-app_{VERSION}_windows_amd64/locality-app.exe")));
+    // The CLI and application archives of every platform are in their SHA256SUMS.
+    let cli_sums = std::fs::read_to_string(dist.join(format!("locality_{VERSION}_SHA256SUMS"))).unwrap();
+    assert_eq!(cli_sums.lines().count(), 2 * PLATFORMS.len(), "{cli_sums}");
     let darwin = listing(&format!("terraform-provider-locality_{VERSION}_darwin_arm64.zip"));
     assert!(
         darwin.contains(&format!("terraform-provider-locality_v{VERSION}\n"))
