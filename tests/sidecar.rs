@@ -2366,3 +2366,149 @@ fn an_unusable_zone_and_a_map_file_others_could_write() {
     assert_eq!((code, out.as_str()), (Some(0), "given.example:6379\n"), "{err}");
     assert!(err.contains("writable by others"), "{err}");
 }
+
+/// The image scripts/image builds (`LOCALITY_IMAGE`, which scripts/test sets), run as deployed:
+/// `podman run --read-only --cap-drop ALL --security-opt no-new-privileges --user 10001
+/// --network host`, a tmpfs at /run/locality (the one writable directory), the map mounted
+/// read-only, the zone from the environment, against real Valkey nodes on loopback. Same-zone
+/// reads; the replica killed → the reader; back → the zone; the map changed → followed;
+/// `podman stop` within 2 s, no zombie while it runs and nothing left after.
+#[test]
+fn the_image_runs_as_deployed_and_fails_over() {
+    const UID: &str = "10001";
+    let image = std::env::var("LOCALITY_IMAGE")
+        .expect("LOCALITY_IMAGE must name the image scripts/image built: run scripts/test, which builds it");
+    let mut group = Group::start();
+    let maps = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(maps.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let map = maps.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let name = format!("locality-test-{}", std::process::id());
+    // `spawn_sidecar` runs PROGRAM sidecar --map MAP --listen ...: the wrapper drops "sidecar"
+    // (the image's entrypoint runs it) and gives the rest to the container.
+    let wrapper = maps.path().join("podman-run.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nshift\nexec podman --runtime runc run --rm --name {name} --read-only --cap-drop ALL \
+             --security-opt no-new-privileges --user {UID}:{UID} --network host \
+             --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+             --tmpfs /run/locality:rw,size=16m,mode=0700,U \
+             -v {dir}:{dir}:ro -e LOCALITY_ZONE={ZONE_A} {image} \"$@\"\n",
+            dir = maps.path().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let port = free_port();
+    let (child, stderr) = spawn_sidecar(None, &wrapper, &map, port, &["--interval", "1"], &[]);
+    let sidecar = Sidecar {
+        child,
+        port,
+        stderr,
+        _run: tempfile::tempdir().unwrap(),
+    };
+    sidecar.wait_until(Duration::from_secs(30), "the container serves", || {
+        TcpStream::connect(("127.0.0.1", port))
+            .ok()
+            .is_some_and(|mut s| command(&mut s, &["PING"]).is_ok())
+    });
+    let inspect = |format: &str| {
+        let out = Command::new("podman")
+            .args(["--runtime", "runc", "inspect", "--format", format, &name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let pid1: u32 = inspect("{{.State.Pid}}").parse().expect("the container's pid 1");
+    let status = std::fs::read_to_string(format!("/proc/{pid1}/status")).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(UID)),
+        "{status}"
+    );
+    assert!(
+        status.lines().any(|l| l == "CapEff:\t0000000000000000"),
+        "no capabilities: {status}"
+    );
+    assert!(status.lines().any(|l| l == "NoNewPrivs:\t1"), "{status}");
+    eprintln!("container {name}: pid 1 = host pid {pid1}, uid {UID}, no capabilities, no_new_privs");
+
+    // Same zone: every read on a1.
+    let before = group.gets();
+    assert_eq!(sidecar.fresh_reads(50), 50);
+    let healthy = delta(before, group.gets());
+    assert!(
+        healthy[1] >= 50 && [healthy[0], healthy[2], healthy[3], healthy[4]] == [0, 0, 0, 0],
+        "{healthy:?}"
+    );
+    eprintln!("healthy: 50 reads, all on the zone's replica {}", group.a1.endpoint());
+    // The replica dies: the reader.
+    group.a1.kill();
+    let failover = sidecar.wait_until(Duration::from_secs(5), "reads on the reader", || {
+        let before = group.reader.gets();
+        sidecar.fresh_reads(1) == 1 && group.reader.gets() > before
+    });
+    eprintln!("replica killed: new connections read from the reader after {failover:?}");
+    // It comes back: the zone again.
+    group.a1.restart();
+    let back = sidecar.wait_until(Duration::from_secs(10), "reads back in the zone", || {
+        let before = group.a1.gets();
+        sidecar.fresh_reads(1) == 1 && group.a1.gets() > before
+    });
+    eprintln!("replica back: reads in the zone again after {back:?}");
+    // Terraform replaces the replica: the map names a2.
+    std::fs::write(&map, group.map(&group.a2)).unwrap();
+    let moved = sidecar.wait_until(Duration::from_secs(5), "reads on the new replica", || {
+        let before = group.a2.gets();
+        sidecar.fresh_reads(1) == 1 && group.a2.gets() > before
+    });
+    eprintln!("map changed: reads on the new replica after {moved:?}");
+    // No zombie below pid 1 while it runs.
+    let zombies: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+        .filter(|stat| {
+            let fields: Vec<&str> = stat
+                .rsplit_once(") ")
+                .map(|(_, rest)| rest.split(' ').collect())
+                .unwrap_or_default();
+            fields.first() == Some(&"Z") && fields.get(1) == Some(&pid1.to_string().as_str())
+        })
+        .collect();
+    assert!(zombies.is_empty(), "{zombies:?}");
+
+    // `podman stop`: SIGTERM to pid 1, gone within 2 s, nothing left.
+    let stopping = Instant::now();
+    let stop = Command::new("podman")
+        .args(["--runtime", "runc", "stop", "--time", "10", &name])
+        .output()
+        .unwrap();
+    let stopped = stopping.elapsed();
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    assert!(
+        stopped < Duration::from_secs(2),
+        "podman stop took {stopped:?}\n{}",
+        sidecar.stderr()
+    );
+    assert!(!Path::new(&format!("/proc/{pid1}")).exists(), "pid 1 outlived the stop");
+    let left = Command::new("podman")
+        .args([
+            "--runtime",
+            "runc",
+            "ps",
+            "-a",
+            "--filter",
+            &format!("name={name}"),
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&left.stdout).trim().is_empty(),
+        "the container is left"
+    );
+    eprintln!("podman stop: {stopped:?}; no process and no container left");
+    drop(sidecar);
+}
