@@ -2434,6 +2434,32 @@ fn the_image_runs_as_deployed_and_fails_over() {
     );
     assert!(status.lines().any(|l| l == "NoNewPrivs:\t1"), "{status}");
     eprintln!("container {name}: pid 1 = host pid {pid1}, uid {UID}, no capabilities, no_new_privs");
+    // The image's health check is `locality-app health`: a PING through the listener.
+    assert!(
+        inspect("{{json .Config.Healthcheck}}").contains("locality-app\",\"health"),
+        "{}",
+        inspect("{{json .Config.Healthcheck}}")
+    );
+    let health = |listen: &str| {
+        Command::new("podman")
+            .args([
+                "--runtime",
+                "runc",
+                "exec",
+                &name,
+                "/usr/local/bin/locality-app",
+                "health",
+                "--listen",
+                listen,
+            ])
+            .output()
+            .unwrap()
+    };
+    let healthy = health(&format!("127.0.0.1:{port}"));
+    assert!(healthy.status.success(), "{}", String::from_utf8_lossy(&healthy.stderr));
+    let unhealthy = health("127.0.0.1:1");
+    assert_eq!(unhealthy.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unhealthy.stderr).contains("unhealthy: 127.0.0.1:1: connection refused"));
 
     // Same zone: every read on a1.
     let before = group.gets();

@@ -20,6 +20,9 @@ pub enum AppCommand {
     /// HAProxy on a local port, steered by the map (the zone's replicas, the reader endpoint as
     /// backup), run in the foreground and kept in step with the map.
     Sidecar(SidecarArgs),
+    /// Is the sidecar serving? A PING through its listener, answered by a node behind it: exit
+    /// 0 when it is, 1 with the reason on stderr when not (an image's health check, a probe).
+    Health(HealthArgs),
 }
 
 impl AppCommand {
@@ -28,6 +31,29 @@ impl AppCommand {
         match self {
             AppCommand::Resolve(args) => resolve(args),
             AppCommand::Sidecar(args) => sidecar(args),
+            AppCommand::Health(args) => health(&args),
+        }
+    }
+}
+
+/// The flags of `health`.
+#[derive(clap::Args)]
+pub struct HealthArgs {
+    /// The sidecar's listener.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:6379")]
+    listen: std::net::SocketAddr,
+    /// How long the PING may take, e.g. 1s.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    timeout: std::time::Duration,
+}
+
+/// `health`: PING through the listener.
+pub fn health(args: &HealthArgs) -> ExitCode {
+    match crate::check::ping(&args.listen.to_string(), args.timeout, None) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            let _ = writeln!(std::io::stderr(), "unhealthy: {}: {why}", args.listen);
+            ExitCode::from(1)
         }
     }
 }

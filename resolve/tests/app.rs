@@ -58,6 +58,10 @@ fn resolves_from_a_map_file_like_locality_resolve() {
     // A bad flag value is a usage error.
     let (code, _, err) = app(&with(&["--zone", "not a zone"]), &[]);
     assert_eq!(code, 2, "{err}");
+    // `health`: a PING through a listener; nothing there is unhealthy, with the reason.
+    let (code, _, err) = app(&["health", "--listen", "127.0.0.1:1"], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unhealthy: 127.0.0.1:1: connection refused"), "{err}");
     let (code, out, _) = app(&["--version"], &[]);
     assert_eq!(
         (code, out.trim()),
