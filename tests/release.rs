@@ -147,63 +147,49 @@ fn artifacts_have_the_registry_layout_and_are_reproducible() {
         );
     }
     assert!(tar.contains("-rwxr-xr-x") && tar.contains("1980-01-01"), "{tar}");
-    // The CLI runs from the tarball, `locality resolve` included.
+    // The CLI and the application-side binary run from their tarballs, `resolve` included.
     let unpacked = tempfile::tempdir().unwrap();
-    let status = Command::new("tar")
-        .arg("-xzf")
-        .arg(a.join(format!("locality_{VERSION}_linux_amd64.tar.gz")))
-        .arg("-C")
-        .arg(unpacked.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let cli = unpacked.path().join(format!("locality_{VERSION}_linux_amd64/locality"));
     let map = unpacked.path().join("map.json");
     std::fs::write(
         &map,
         r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1a":"replica-a.example:6379"}}"#,
     )
     .unwrap();
-    let out = Command::new(&cli)
-        .args(["resolve", "--zone", "ap-northeast-1a", "--map"])
-        .arg(&map)
-        .arg("--cache-dir")
-        .arg(unpacked.path().join("cache"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "replica-a.example:6379\n");
-    // The application-side tarball: locality-app as built, answering the same.
-    let status = Command::new("tar")
-        .arg("-xzf")
-        .arg(a.join(format!("locality-app_{VERSION}_linux_amd64.tar.gz")))
-        .arg("-C")
-        .arg(unpacked.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    for binary in ["locality", "locality-app"] {
+        let status = Command::new("tar")
+            .arg("-xzf")
+            .arg(a.join(format!("{binary}_{VERSION}_linux_amd64.tar.gz")))
+            .arg("-C")
+            .arg(unpacked.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let folder = unpacked.path().join(format!("{binary}_{VERSION}_linux_amd64"));
+        for member in ["README.md", "LICENSE", "CHANGELOG.md"] {
+            assert!(folder.join(member).exists(), "{member} of {binary}");
+        }
+        let out = Command::new(folder.join(binary))
+            .args(["resolve", "--zone", "ap-northeast-1a", "--map"])
+            .arg(&map)
+            .arg("--cache-dir")
+            .arg(unpacked.path().join("cache"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "replica-a.example:6379\n",
+            "{binary}"
+        );
+    }
     let app = unpacked
         .path()
         .join(format!("locality-app_{VERSION}_linux_amd64/locality-app"));
-    assert_eq!(std::fs::read(&app).unwrap(), std::fs::read(app_binary()).unwrap());
-    for member in ["README.md", "LICENSE", "CHANGELOG.md"] {
-        assert!(
-            unpacked
-                .path()
-                .join(format!("locality-app_{VERSION}_linux_amd64/{member}"))
-                .exists(),
-            "{member}"
-        );
-    }
-    let out = Command::new(&app)
-        .args(["resolve", "--zone", "ap-northeast-1a", "--map"])
-        .arg(&map)
-        .arg("--cache-dir")
-        .arg(unpacked.path().join("cache"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "replica-a.example:6379\n");
+    assert_eq!(
+        std::fs::read(app).unwrap(),
+        std::fs::read(app_binary()).unwrap(),
+        "locality-app as built"
+    );
 }
 
 #[test]
