@@ -3,6 +3,9 @@
 //! needs): their flags, the environment they read (LOCALITY_ZONE, LOCALITY_FALLBACK,
 //! LOCALITY_TLS_SERVER_NAME) and the calls into [`crate::run`] and [`crate::sidecar::run`].
 
+// The flags' doc comments are their `--help` text, where `<cache dir>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
