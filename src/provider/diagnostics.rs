@@ -114,10 +114,7 @@ impl From<WeightsError> for Diagnostic {
             }
             WeightsError::KeepsChanging { .. } => Diagnostic::error("URL map keeps changing", detail),
             // (A missing URL map's own message names it: said once.)
-            WeightsError::Api {
-                source: source @ ComputeError::NotFound(_),
-                ..
-            } => Diagnostic::from(source),
+            WeightsError::Api { source, .. } if source.names_its_object() => Diagnostic::from(source),
             WeightsError::Api { url_map, source } => Diagnostic::from(source).context(format!("URL map {url_map}")),
         }
     }

@@ -119,6 +119,12 @@ fn stale_fingerprint(operation: &Json) -> bool {
 }
 
 impl ComputeError {
+    /// Whether the error's text already names what it is about ("URL map p/m was not found"),
+    /// so that no context repeats it.
+    pub fn names_its_object(&self) -> bool {
+        matches!(self, ComputeError::NotFound(_))
+    }
+
     /// Whether the request may have been applied although it failed: no response, a server
     /// error after every retry, or an operation that was not seen to finish.
     pub fn is_ambiguous(&self) -> bool {
@@ -591,7 +597,7 @@ pub enum WeightsError {
         attempts: u32,
     },
     /// The API failed (a missing URL map is named once).
-    #[error("{}", match source { ComputeError::NotFound(what) => format!("{what} was not found"), _ => format!("URL map {url_map}: {source}") })]
+    #[error("{}", if source.names_its_object() { source.to_string() } else { format!("URL map {url_map}: {source}") })]
     Api {
         /// The URL map.
         url_map: String,
