@@ -145,6 +145,7 @@ fn resolve(data: &[u8]) {
                 reader: map.fallback.clone(),
                 reason: None,
                 zone: zone.name.clone(),
+                seen: Default::default(),
             };
             let mut settings = locality_resolve::sidecar::haproxy::Settings {
                 listen: "127.0.0.1:6379".parse().expect("an address"),

@@ -374,6 +374,11 @@ fn spawn_sidecar(
         } else {
             &["--stats", "off"][..]
         })
+        .args(if args.contains(&"--metrics") {
+            &[][..]
+        } else {
+            &["--metrics", "off"][..]
+        })
         .env_remove("LOCALITY_ZONE")
         .env_remove("ECS_CONTAINER_METADATA_URI_V4")
         .env_remove("AWS_LAMBDA_RUNTIME_API")
@@ -737,7 +742,16 @@ fn signals_exit_status_and_start_up_errors() {
 
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_locality"))
-            .args(["sidecar", "--stats", "off", "--zone", ZONE_A, "--run-dir"])
+            .args([
+                "sidecar",
+                "--stats",
+                "off",
+                "--metrics",
+                "off",
+                "--zone",
+                ZONE_A,
+                "--run-dir",
+            ])
             .arg(dir.path().join("run"))
             .args(args)
             .output()
@@ -1330,7 +1344,17 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
     let ca_text = ca.display().to_string();
     // No name for IP addresses: refused, naming the flag (before: chain-only verification).
     let refused = Command::new(env!("CARGO_BIN_EXE_locality"))
-        .args(["sidecar", "--tls", "--stats", "off", "--zone", ZONE_A, "--map"])
+        .args([
+            "sidecar",
+            "--tls",
+            "--stats",
+            "off",
+            "--metrics",
+            "off",
+            "--zone",
+            ZONE_A,
+            "--map",
+        ])
         .arg(&map)
         .arg("--run-dir")
         .arg(dir.path().join("refused"))
@@ -1406,6 +1430,8 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
             "--tls-server-name",
             name,
             "--stats",
+            "off",
+            "--metrics",
             "off",
             "--zone",
             ZONE_A,
@@ -1934,12 +1960,14 @@ fn no_remote_text_reaches_the_configuration() {
                     reader: map.fallback,
                     reason: Some(text(&mut rng)),
                     zone: Some(ZONE_A.into()),
+                    seen: Default::default(),
                 },
                 Err(e) => Layout {
                     replicas: Vec::new(),
                     reader: "127.0.0.1:7009".into(),
                     reason: Some(format!("the map could not be read: {e}")),
                     zone: Some(ZONE_A.into()),
+                    seen: Default::default(),
                 },
             }
         } else {
@@ -1950,6 +1978,7 @@ fn no_remote_text_reaches_the_configuration() {
                 reader: endpoints[rng.usize(..endpoints.len())].to_string(),
                 reason: Some(text(&mut rng)),
                 zone: Some(text(&mut rng)),
+                seen: Default::default(),
             }
         };
         let clean_settings = haproxy::Settings {
@@ -2536,5 +2565,261 @@ fn the_image_runs_as_deployed_and_fails_over() {
         "the container is left"
     );
     eprintln!("podman stop: {stopped:?}; no process and no container left");
+    drop(sidecar);
+}
+
+/// The rules file: `promtool check rules` accepts it and its unit tests (one case per alert,
+/// and a failover short enough not to alert) pass.
+#[test]
+fn the_prometheus_rules_pass_promtool() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus");
+    let promtool = |args: &[&str]| {
+        let out = Command::new("promtool")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("promtool (Debian's prometheus package; scripts/test installs it)");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "promtool {args:?}:\n{text}");
+        text
+    };
+    let checked = promtool(&["check", "rules", "locality.rules.yml"]);
+    assert!(checked.contains("SUCCESS: 7 rules found"), "{checked}");
+    let tested = promtool(&["test", "rules", "locality.rules.test.yml"]);
+    assert!(tested.contains("SUCCESS"), "{tested}");
+    eprintln!("{checked}{tested}");
+}
+
+/// A real Prometheus (Debian's) on loopback scraping a running sidecar — HAProxy's /metrics and
+/// the sidecar's own — and evaluating the repository's rules file every second.
+struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(haproxy: u16, sidecar: u16) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus/locality.rules.yml");
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: locality-haproxy\n    static_configs:\n      - targets: ['127.0.0.1:{haproxy}']\n  - job_name: locality-sidecar\n    static_configs:\n      - targets: ['127.0.0.1:{sidecar}']\n",
+                rules.display()
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (Debian's prometheus package; scripts/test installs it)");
+        let prometheus = Prometheus { child, port, _dir: dir };
+        let started = Instant::now();
+        while !prometheus.get("/-/ready").starts_with("HTTP/1.0 200") {
+            assert!(started.elapsed() < Duration::from_secs(30), "prometheus is not ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        prometheus
+    }
+
+    /// One HTTP/1.0 GET: status line, headers and body.
+    fn get(&self, path: &str) -> String {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return String::new();
+        };
+        let _ = stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes());
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    }
+
+    /// An instant query: each sample's labels (as `name="value"` text) and value.
+    fn query(&self, promql: &str) -> Vec<(String, f64)> {
+        let encoded: String = promql
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let answer = self.get(&format!("/api/v1/query?query={encoded}"));
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(body) else {
+            return Vec::new();
+        };
+        json["data"]["result"]
+            .as_array()
+            .map(|results| {
+                results
+                    .iter()
+                    .map(|r| {
+                        let labels = r["metric"]
+                            .as_object()
+                            .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
+                            .unwrap_or_default();
+                        let value = r["value"][1].as_str().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+                        (labels, value)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until `promql` gives a sample that `accept` takes; returns it and the time taken.
+    fn wait_for(&self, limit: Duration, promql: &str, accept: impl Fn(f64) -> bool) -> ((String, f64), Duration) {
+        let started = Instant::now();
+        loop {
+            if let Some(sample) = self.query(promql).into_iter().find(|(_, v)| accept(*v)) {
+                return (sample, started.elapsed());
+            }
+            assert!(
+                started.elapsed() < limit,
+                "{promql}: not within {limit:?}; now {:?}",
+                self.query(promql)
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn where_reads_go_is_watched_by_a_real_prometheus() {
+    let mut group = Group::start();
+    // A 1 kB value, so that every read returns bytes worth counting.
+    let mut primary = TcpStream::connect(group.primary.endpoint()).unwrap();
+    command(&mut primary, &["SET", "k", &"v".repeat(1000)]).unwrap();
+    let maps = tempfile::tempdir().unwrap();
+    let map = maps.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let (stats, metrics) = (free_port(), free_port());
+    let sidecar = Sidecar::start(
+        &map,
+        &[
+            "--zone",
+            ZONE_A,
+            "--interval",
+            "1",
+            "--stats",
+            &format!("127.0.0.1:{stats}"),
+            "--metrics",
+            &format!("127.0.0.1:{metrics}"),
+        ],
+        &[],
+    );
+    // An application reading through the sidecar all along: a new connection per read, ~50/s.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, port) = (Arc::clone(&stop), sidecar.port);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                    let _ = command(&mut s, &["GET", "k"]);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let prometheus = Prometheus::start(stats, metrics);
+    let share = "locality:zone_read_share:ratio_rate1m";
+    let pending = |alert: &str| format!("ALERTS{{alertname=\"{alert}\", alertstate=\"pending\"}}");
+    let firing = |alert: &str| format!("ALERTS{{alertname=\"{alert}\", alertstate=\"firing\"}}");
+
+    // Healthy: every read in the zone; the sidecar's own series say why.
+    let (sample, took) = prometheus.wait_for(Duration::from_secs(30), share, |v| v == 1.0);
+    eprintln!("healthy: {share}{{{}}} = {} after {took:?}", sample.0, sample.1);
+    let route = prometheus.query("locality_sidecar_route");
+    assert_eq!(route.len(), 1, "{route:?}");
+    assert!(
+        route[0].0.contains("reason=\"none\"") && route[0].0.contains("route=\"zone\""),
+        "{route:?}"
+    );
+    let info = prometheus.query("locality_sidecar_info");
+    assert!(
+        info.len() == 1 && info[0].0.contains(&format!("zone=\"{ZONE_A}\"")),
+        "{info:?}"
+    );
+    let age = prometheus.query("locality:sidecar_map_age:seconds");
+    assert!(age.len() == 1 && age[0].1 >= 0.0 && age[0].1 < 120.0, "{age:?}");
+
+    // The map cannot be read (not JSON) three times in a row: LocalityMapNotRead fires at once,
+    // naming the error; reads stay in the zone on the last good map. Fixed: it ends.
+    std::fs::write(&map, "{ not json").unwrap();
+    let (alert, took) = prometheus.wait_for(Duration::from_secs(30), &firing("LocalityMapNotRead"), |_| true);
+    eprintln!("map unreadable: firing after {took:?}: ALERTS{{{}}}", alert.0);
+    assert!(alert.0.contains("the map is not a JSON object"), "{alert:?}");
+    assert_eq!(prometheus.query(share).first().map(|s| s.1), Some(1.0));
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let started = Instant::now();
+    while !prometheus.query(&firing("LocalityMapNotRead")).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "LocalityMapNotRead still firing"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    eprintln!("map fixed: LocalityMapNotRead resolved after {:?}", started.elapsed());
+
+    // The zone's replica is killed: reads fail over to the reader, the recorded share drops
+    // below 1, and LocalityReadsLeaveTheZone goes pending (it fires only after 10 minutes).
+    group.a1.kill();
+    let (sample, took) = prometheus.wait_for(Duration::from_secs(30), share, |v| v < 1.0);
+    eprintln!("replica killed: {share} = {:.3} after {took:?}", sample.1);
+    let (alert, took) = prometheus.wait_for(Duration::from_secs(30), &pending("LocalityReadsLeaveTheZone"), |_| true);
+    eprintln!("replica killed: ALERTS{{{}}} after {took:?}", alert.0);
+    let cross = prometheus.query("locality:cross_zone_bytes:rate1m");
+    assert!(cross.first().is_some_and(|s| s.1 > 0.0), "{cross:?}");
+
+    // It comes back: the share returns to 1 once the reader's reads leave the 1-minute window,
+    // and the alert ends without having fired.
+    group.a1.restart();
+    let (_, took) = prometheus.wait_for(Duration::from_secs(120), share, |v| v == 1.0);
+    eprintln!("replica back: {share} = 1 after {took:?}");
+    let started = Instant::now();
+    while !prometheus.query(&pending("LocalityReadsLeaveTheZone")).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "still pending");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(prometheus.query(&firing("LocalityReadsLeaveTheZone")).is_empty());
+
+    // Terraform drops the zone's entry: the route becomes the reader's, with the reason, and
+    // LocalityZoneHasNoReplica goes pending.
+    std::fs::write(
+        &map,
+        format!(
+            r#"{{"version":1,"fallback":"{}","zones":{{"{ZONE_C}":"{}"}}}}"#,
+            group.reader.endpoint(),
+            group.c.endpoint()
+        ),
+    )
+    .unwrap();
+    let (alert, took) = prometheus.wait_for(Duration::from_secs(30), &pending("LocalityZoneHasNoReplica"), |_| true);
+    eprintln!("zone dropped from the map: ALERTS{{{}}} after {took:?}", alert.0);
+    let replicas = prometheus.query("locality_sidecar_zone_replicas");
+    assert_eq!(replicas.first().map(|s| s.1), Some(0.0), "{replicas:?}");
+
+    stop.store(true, Ordering::SeqCst);
+    reader.join().unwrap();
     drop(sidecar);
 }

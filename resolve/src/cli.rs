@@ -139,6 +139,10 @@ pub struct SidecarArgs {
     /// Unauthenticated and read-only: keep it on loopback (the default) or a private network.
     #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8404", value_parser = parse_stats)]
     stats: Stats,
+    /// The sidecar's own metrics over HTTP (/metrics for Prometheus: the zone, the map's version,
+    /// age and last read error, the route and why), or "off". Unauthenticated and read-only.
+    #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8405", value_parser = parse_stats)]
+    metrics: Stats,
     /// A nameserver for the nodes' host names (repeatable); default: /etc/resolv.conf's.
     #[arg(long, value_name = "IP:PORT")]
     nameserver: Vec<std::net::SocketAddr>,
@@ -157,7 +161,7 @@ pub struct SidecarArgs {
     print_config: bool,
 }
 
-/// `--stats`: an address or off.
+/// `--stats` and `--metrics`: an address or off.
 #[derive(Clone, Copy)]
 #[cfg_attr(not(unix), allow(dead_code))]
 struct Stats(Option<std::net::SocketAddr>);
@@ -169,7 +173,7 @@ fn parse_stats(value: &str) -> Result<Stats, String> {
     value
         .parse()
         .map(|addr| Stats(Some(addr)))
-        .map_err(|_| format!("{value:?} is neither ADDR:PORT (127.0.0.1:8404) nor off"))
+        .map_err(|_| format!("{value:?} is neither ADDR:PORT (127.0.0.1:8405) nor off"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -313,6 +317,7 @@ pub fn sidecar(args: SidecarArgs) -> ExitCode {
     options.interval = std::time::Duration::from_secs(args.interval);
     options.haproxy = args.haproxy;
     options.stats = args.stats.0;
+    options.metrics = args.metrics.0;
     options.nameservers = args.nameserver;
     options.run_dir = args.run_dir;
     options.haproxy_user = args.haproxy_user;

@@ -179,7 +179,7 @@ impl ReplicaMap {
 }
 
 /// FNV-1a: the same number for the same host on every run and every platform.
-fn stable_hash(text: &str) -> u64 {
+pub(crate) fn stable_hash(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })

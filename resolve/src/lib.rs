@@ -222,9 +222,19 @@ pub fn shell_quote(value: &str) -> String {
 /// The map, read from its source within `options.map_timeout` and parsed, with warnings from
 /// the way (a map file others could write); `Err` says why not.
 pub(crate) fn read_map(options: &Options) -> Result<(ReplicaMap, Vec<String>), String> {
-    let (text, notes) = options.map.read_noting(options.map_timeout)?;
+    read_map_versioned(options).map(|(map, notes, ..)| (map, notes))
+}
+
+/// [`read_map`], and what the source says of the map's version, with a digest of its text
+/// (FNV-1a, hex): the same text, the same digest, on every host.
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) fn read_map_versioned(
+    options: &Options,
+) -> Result<(ReplicaMap, Vec<String>, source::MapVersion, String), String> {
+    let (text, notes, version) = options.map.read_versioned(options.map_timeout)?;
+    let digest = format!("{:016x}", document::stable_hash(&text));
     ReplicaMap::parse(&text)
-        .map(|map| (map, notes))
+        .map(|map| (map, notes, version, digest))
         .map_err(|e| e.to_string())
 }
 

@@ -5,9 +5,20 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::document::MAX_MAP_BYTES;
+
+/// What the source says of the map it gave, when it says: a version (an SSM parameter's version
+/// number, a Secrets Manager version ID) and when that version was made (the parameter's last
+/// modification, the secret version's creation, a file's modification time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MapVersion {
+    /// The source's own version of the map; `None` for a file.
+    pub version: Option<String>,
+    /// When this version was written.
+    pub modified: Option<SystemTime>,
+}
 
 /// A map source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,11 +105,19 @@ impl MapSource {
     /// # Errors
     /// As [`MapSource::read`].
     pub fn read_noting(&self, timeout: Duration) -> Result<(String, Vec<String>), String> {
+        self.read_versioned(timeout).map(|(text, notes, _)| (text, notes))
+    }
+
+    /// [`MapSource::read_noting`], and the version the source gives ([`MapVersion`]).
+    ///
+    /// # Errors
+    /// As [`MapSource::read`].
+    pub fn read_versioned(&self, timeout: Duration) -> Result<(String, Vec<String>, MapVersion), String> {
         match self {
             MapSource::File(path) => read_file(path),
             #[cfg(feature = "aws")]
             MapSource::Ssm(_) | MapSource::SecretsManager { .. } => {
-                aws::read(self, timeout).map(|text| (text, Vec::new()))
+                aws::read(self, timeout).map(|(text, version)| (text, Vec::new(), version))
             }
             #[cfg(not(feature = "aws"))]
             _ => {
@@ -123,7 +142,7 @@ fn io_problem(e: &std::io::Error) -> String {
     }
 }
 
-fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>), String> {
+fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>, MapVersion), String> {
     let file =
         std::fs::File::open(path).map_err(|e| format!("{} cannot be read ({})", path.display(), io_problem(&e)))?;
     #[cfg_attr(not(unix), allow(unused_mut))]
@@ -139,9 +158,14 @@ fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>), String> {
             "{problem}: another user could change where reads go (make it owned by root or this user, not writable by others)"
         ));
     }
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
+    let metadata = file.metadata().ok();
+    if metadata.as_ref().is_some_and(std::fs::Metadata::is_dir) {
         return Err(format!("{} cannot be read (it is a directory)", path.display()));
     }
+    let version = MapVersion {
+        version: None,
+        modified: metadata.and_then(|m| m.modified().ok()),
+    };
     let mut text = String::new();
     file.take(MAX_MAP_BYTES as u64 + 1)
         .read_to_string(&mut text)
@@ -149,7 +173,7 @@ fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>), String> {
     if text.len() > MAX_MAP_BYTES {
         return Err(format!("{} is larger than {MAX_MAP_BYTES} bytes", path.display()));
     }
-    Ok((text, notes))
+    Ok((text, notes, version))
 }
 
 /// The map under `key` of a JSON secret: an object (what the provider writes) or a string
@@ -173,10 +197,16 @@ pub fn under_key(secret: &str, key: &str) -> Result<String, String> {
 
 #[cfg(feature = "aws")]
 mod aws {
-    use super::{under_key, MapSource};
-    use std::time::Duration;
+    use super::{under_key, MapSource, MapVersion};
+    use std::time::{Duration, SystemTime};
 
-    pub(super) fn read(source: &MapSource, timeout: Duration) -> Result<String, String> {
+    /// An AWS timestamp (seconds since the epoch) as a system time; `None` before the epoch.
+    fn system_time(seconds: i64) -> Option<SystemTime> {
+        let seconds = u64::try_from(seconds).ok()?;
+        SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(seconds))
+    }
+
+    pub(super) fn read(source: &MapSource, timeout: Duration) -> Result<(String, MapVersion), String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -189,7 +219,7 @@ mod aws {
         })
     }
 
-    async fn fetch(source: &MapSource) -> Result<String, String> {
+    async fn fetch(source: &MapSource) -> Result<(String, MapVersion), String> {
         use crate::aws_error::{chain, describe, NO_REGION};
         // A profile the shared files do not hold: said as such, not as the next source's failure.
         if let Some(profile) = crate::aws_error::env_profile() {
@@ -222,8 +252,16 @@ mod aws {
                     .send()
                     .await
                     .map_err(|e| describe(&format!("ssm:GetParameter of {name:?}"), &e))?;
-                out.parameter
-                    .and_then(|p| p.value)
+                let parameter = out
+                    .parameter
+                    .ok_or_else(|| format!("SSM parameter {name} has no value"))?;
+                let version = MapVersion {
+                    version: Some(parameter.version.to_string()),
+                    modified: parameter.last_modified_date.and_then(|date| system_time(date.secs())),
+                };
+                parameter
+                    .value
+                    .map(|text| (text, version))
                     .ok_or_else(|| format!("SSM parameter {name} has no value"))
             }
             MapSource::SecretsManager { id, key } => {
@@ -234,12 +272,18 @@ mod aws {
                     .send()
                     .await
                     .map_err(|e| describe(&format!("secretsmanager:GetSecretValue of {id:?}"), &e))?;
+                let version = MapVersion {
+                    version: out.version_id.clone(),
+                    modified: out.created_date.and_then(|date| system_time(date.secs())),
+                };
                 let text = out
                     .secret_string
                     .ok_or_else(|| format!("secret {id} has no string value"))?;
                 match key {
-                    Some(key) => under_key(&text, key).map_err(|e| format!("secret {id}: {e}")),
-                    None => Ok(text),
+                    Some(key) => under_key(&text, key)
+                        .map(|text| (text, version))
+                        .map_err(|e| format!("secret {id}: {e}")),
+                    None => Ok((text, version)),
                 }
             }
             MapSource::File(_) => unreachable!("files are read without AWS"),

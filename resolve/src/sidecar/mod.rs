@@ -19,6 +19,7 @@
 //! sidecar; one sidecar per run directory.
 
 pub mod haproxy;
+pub mod metrics;
 pub mod process;
 pub mod runtime;
 
@@ -30,7 +31,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::trusted::TrustedDir;
-use crate::{check, read_map, Options, ReplicaMap, Zone, ZoneSource};
+use crate::{check, read_map_versioned, Options, ReplicaMap, Zone, ZoneSource};
 
 /// The most replicas of one zone the sidecar spreads over.
 pub const MAX_REPLICAS: usize = 8;
@@ -48,6 +49,50 @@ pub struct Layout {
     pub reason: Option<String>,
     /// This client's zone, as far as known.
     pub zone: Option<String>,
+    /// What the plan saw on the way, for the sidecar's metrics.
+    pub seen: Seen,
+}
+
+/// What a plan saw: why reads go to the reader (when they do) and the zone's replicas counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// Why every read goes to the reader; `None` when the zone's replicas serve.
+    pub cause: Option<ReaderCause>,
+    /// The zone's replicas the map lists.
+    pub listed: usize,
+    /// Replicas left out because they report another zone (the data plane contradicts the map).
+    pub mismatched: usize,
+    /// Replicas left out because they did not answer the probe.
+    pub silent: usize,
+}
+
+/// Why every read goes to the reader, as one word (the `reason` label of the sidecar's
+/// `locality_sidecar_route` metric; the log has the sentence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderCause {
+    /// The map could not be read (a fallback was given).
+    MapUnreadable,
+    /// This process's zone is not known.
+    ZoneUnknown,
+    /// The map has no replica for this zone.
+    NoReplica,
+    /// The zone's replicas report another availability zone: the data plane contradicts the map.
+    ZoneMismatch,
+    /// None of the zone's replicas answered the probe.
+    NoAnswer,
+}
+
+impl ReaderCause {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReaderCause::MapUnreadable => "map_unreadable",
+            ReaderCause::ZoneUnknown => "zone_unknown",
+            ReaderCause::NoReplica => "no_replica",
+            ReaderCause::ZoneMismatch => "zone_mismatch",
+            ReaderCause::NoAnswer => "no_answer",
+        }
+    }
 }
 
 impl Layout {
@@ -95,6 +140,9 @@ pub struct SidecarOptions {
     /// The HTTP statistics listener (`/stats`, `/stats;csv`, `/metrics`; unauthenticated and
     /// read-only); `None`: off.
     pub stats: Option<SocketAddr>,
+    /// The sidecar's own metrics ([`metrics`]: `/metrics`; unauthenticated and read-only);
+    /// `None`: off.
+    pub metrics: Option<SocketAddr>,
     /// Nameservers for host names (default: the system's).
     pub nameservers: Vec<SocketAddr>,
     /// Where the configuration, the runtime API socket and the CA bundle live; `None`:
@@ -107,7 +155,8 @@ pub struct SidecarOptions {
 
 impl SidecarOptions {
     /// Defaults: `127.0.0.1:6379`, every 60 s, `haproxy` on PATH, statistics on
-    /// `127.0.0.1:8404`, the system's nameservers, the run directory in the cache directory.
+    /// `127.0.0.1:8404`, the sidecar's metrics on `127.0.0.1:8405`, the system's nameservers,
+    /// the run directory in the cache directory.
     pub fn new(resolve: Options) -> SidecarOptions {
         SidecarOptions {
             resolve,
@@ -115,6 +164,7 @@ impl SidecarOptions {
             interval: Duration::from_secs(60),
             haproxy: PathBuf::from("haproxy"),
             stats: Some(SocketAddr::from(([127, 0, 0, 1], 8404))),
+            metrics: Some(SocketAddr::from(([127, 0, 0, 1], 8405))),
             nameservers: Vec::new(),
             run_dir: None,
             haproxy_user: None,
@@ -207,11 +257,16 @@ pub fn plan(
     unanswered: Unanswered<'_>,
 ) -> Result<(Layout, Vec<String>), String> {
     let zone_text = zone.map(Zone::describe);
-    let reader_only = |reader: String, reason: String| Layout {
+    let reader_only = |reader: String, reason: String, seen: Seen| Layout {
         replicas: Vec::new(),
         reader,
         reason: Some(reason),
         zone: zone_text.clone(),
+        seen,
+    };
+    let only = |cause: ReaderCause| Seen {
+        cause: Some(cause),
+        ..Seen::default()
     };
     let tls_names = |endpoints: &mut dyn Iterator<Item = &String>| -> Result<(), String> {
         if options.tls {
@@ -228,7 +283,10 @@ pub fn plan(
             return match &options.fallback {
                 Some(fallback) => {
                     tls_names(&mut std::iter::once(fallback))?;
-                    Ok((reader_only(fallback.clone(), reason), Vec::new()))
+                    Ok((
+                        reader_only(fallback.clone(), reason, only(ReaderCause::MapUnreadable)),
+                        Vec::new(),
+                    ))
                 }
                 None => Err(format!(
                     "{reason}, and no fallback was given (--fallback or LOCALITY_FALLBACK)"
@@ -239,11 +297,19 @@ pub fn plan(
     tls_names(&mut std::iter::once(&map.fallback))?;
     let Some(zone) = zone else {
         let reason = zone_failure.unwrap_or("this process's zone is not known").to_string();
-        return Ok((reader_only(map.fallback, reason), Vec::new()));
+        return Ok((
+            reader_only(map.fallback, reason, only(ReaderCause::ZoneUnknown)),
+            Vec::new(),
+        ));
     };
     let candidates = match map.candidates(zone, &options.host_key) {
         Ok(list) => list,
-        Err(reason) => return Ok((reader_only(map.fallback, reason), Vec::new())),
+        Err(reason) => {
+            return Ok((
+                reader_only(map.fallback, reason, only(ReaderCause::NoReplica)),
+                Vec::new(),
+            ))
+        }
     };
     tls_names(&mut candidates.iter())?;
     let timeout = options.check_timeout.as_millis();
@@ -276,10 +342,21 @@ pub fn plan(
             some_of(&silent)
         )
     });
+    let mut seen = Seen {
+        cause: None,
+        listed: candidates.len(),
+        mismatched: mismatches.len(),
+        silent: silent.len(),
+    };
     if replicas.is_empty() {
+        seen.cause = Some(if mismatches.is_empty() {
+            ReaderCause::NoAnswer
+        } else {
+            ReaderCause::ZoneMismatch
+        });
         let mut reasons = mismatches;
         reasons.extend(silent_text);
-        return Ok((reader_only(map.fallback, reasons.join("; ")), Vec::new()));
+        return Ok((reader_only(map.fallback, reasons.join("; "), seen), Vec::new()));
     }
     notes.extend(mismatches);
     notes.extend(silent_text);
@@ -296,6 +373,7 @@ pub fn plan(
             reader: map.fallback,
             reason: None,
             zone: zone_text,
+            seen,
         },
         notes,
     ))
@@ -419,10 +497,12 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
         Err(problem) => return fail(problem),
     };
     let (zone, source, zone_failure, _) = crate::find_zone(&options.resolve);
-    let (map, warnings) = match read_map(&options.resolve) {
-        Ok((map, warnings)) => (Ok(map), warnings),
-        Err(problem) => (Err(problem), Vec::new()),
+    let read_at = std::time::SystemTime::now();
+    let (map, warnings, version) = match read_map_versioned(&options.resolve) {
+        Ok((map, warnings, version, digest)) => (Ok(map), warnings, Some((version, digest))),
+        Err(problem) => (Err(problem.clone()), Vec::new(), None),
     };
+    let map_problem = map.as_ref().err().cloned();
     let unanswered = if print_config {
         Unanswered::All
     } else {
@@ -480,6 +560,23 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
             options.haproxy.display()
         ));
     };
+    let metrics = Arc::new(metrics::Metrics::new(
+        zone.as_ref().map(Zone::describe),
+        source.map(ZoneSource::as_str),
+        options.listen,
+        options.interval,
+    ));
+    match (&version, &map_problem) {
+        (Some((version, digest)), _) => metrics.map_read(version, digest, read_at),
+        (None, Some(problem)) => metrics.map_failed(problem),
+        (None, None) => {}
+    }
+    metrics.route(&layout);
+    let listener = match options.metrics.map(|addr| metrics::serve(addr, Arc::clone(&metrics))) {
+        Some(Ok(listener)) => Some(listener),
+        Some(Err(problem)) => return fail(problem),
+        None => None,
+    };
     let stopped = process::stop_leftovers(&dir, &program);
     if !stopped.is_empty() {
         log(format!(
@@ -509,8 +606,10 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
         source,
         settings,
         dir: Arc::new(dir),
+        metrics,
     };
     let status = supervisor.run(layout, err);
+    drop(listener);
     drop(lock);
     status
 }
@@ -525,6 +624,7 @@ struct Supervisor {
     source: Option<ZoneSource>,
     settings: haproxy::Settings,
     dir: Arc<TrustedDir>,
+    metrics: Arc<metrics::Metrics>,
 }
 
 impl Supervisor {
@@ -658,8 +758,9 @@ impl Supervisor {
                 continue;
             }
             last_read = Instant::now();
-            let map = match read_map(&self.options.resolve) {
-                Ok((map, warnings)) => {
+            let map = match read_map_versioned(&self.options.resolve) {
+                Ok((map, warnings, version, digest)) => {
+                    self.metrics.map_read(&version, &digest, std::time::SystemTime::now());
                     if warnings != last_warnings {
                         warnings.iter().for_each(|w| log(w.clone()));
                         last_warnings = warnings;
@@ -667,6 +768,7 @@ impl Supervisor {
                     map
                 }
                 Err(problem) => {
+                    self.metrics.map_failed(&problem);
                     if last_failure.as_ref() != Some(&problem) {
                         log(format!(
                             "the map could not be read ({problem}); keeping the last good configuration"
@@ -694,7 +796,9 @@ impl Supervisor {
                     continue;
                 }
             };
+            self.metrics.route(&new);
             if new.same_servers(&layout) {
+                layout.seen = new.seen;
                 continue;
             }
             for note in notes {

@@ -155,6 +155,7 @@ mod tests {
             replicas: replicas.iter().map(|r| r.to_string()).collect(),
             reader: reader.into(),
             reason: None,
+            seen: Default::default(),
             zone: None,
         }
     }

@@ -1,0 +1,493 @@
+//! The sidecar's own metrics: what HAProxy cannot know — this host's zone, the map's version
+//! and age, whether the last read of it failed and why, the route chosen and the reason — served
+//! as `/metrics` (Prometheus' OpenMetrics text) on `--metrics` (default `127.0.0.1:8405`), beside
+//! HAProxy's own `/metrics` on `--stats`. Read-only and unauthenticated, like HAProxy's: keep it
+//! on loopback or a private network. No value of the map or of a secret is exposed; a read
+//! error is a sentence naming the source (as in the log), cut at [`MAX_ERROR_CHARS`].
+//!
+//! Every series:
+//!
+//! | metric | labels | value |
+//! |---|---|---|
+//! | `locality_sidecar_info` | `version`, `zone`, `zone_source`, `listen` | 1 |
+//! | `locality_sidecar_map_read_interval_seconds` | | `--interval` |
+//! | `locality_sidecar_map_reads_total` | `result` (`ok`, `error`) | reads of the map |
+//! | `locality_sidecar_map_last_success_timestamp_seconds` | | the last good read (absent before one) |
+//! | `locality_sidecar_map_read_error` | `error` | 1 while the last read failed (absent otherwise) |
+//! | `locality_sidecar_map_consecutive_read_failures` | | failed reads since the last good one |
+//! | `locality_sidecar_map` | `version` (the source's), `digest` (of the text) | 1 |
+//! | `locality_sidecar_map_modified_timestamp_seconds` | | when the source says this version was written |
+//! | `locality_sidecar_zone_replicas` | | the zone's replicas the map lists |
+//! | `locality_sidecar_route` | `route` (`zone`, `reader`), `reason` | 1 |
+//! | `locality_sidecar_route_replicas` | | the zone's replicas reads go to (0: the reader only) |
+//! | `locality_sidecar_replicas_left_out` | `reason` (`zone_mismatch`, `no_answer`) | replicas not used |
+//!
+//! `reason` of `locality_sidecar_route` is `none` on the zone's route, else one of
+//! [`super::ReaderCause`]: `map_unreadable`, `zone_unknown`, `no_replica`, `zone_mismatch` (the
+//! data plane contradicts the map), `no_answer`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use super::Layout;
+use crate::source::MapVersion;
+
+/// The longest read error shown in the `error` label (characters).
+pub const MAX_ERROR_CHARS: usize = 200;
+
+/// A set of labels.
+type Labels = Vec<(String, String)>;
+/// A gauge of seconds (a float).
+type Seconds = Gauge<f64, AtomicU64>;
+
+/// The sidecar's metrics, updated as it reads the map and plans the route.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    reads: Family<Labels, Counter>,
+    last_success: Family<Labels, Seconds>,
+    read_error: Family<Labels, Gauge>,
+    failing: Gauge,
+    map: Family<Labels, Gauge>,
+    modified: Family<Labels, Seconds>,
+    zone_replicas: Gauge,
+    route: Family<Labels, Gauge>,
+    route_replicas: Gauge,
+    left_out: Family<Labels, Gauge>,
+}
+
+/// Seconds since the epoch.
+fn epoch_seconds(time: SystemTime) -> f64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// One label.
+fn label(name: &str, value: &str) -> Labels {
+    vec![(name.to_string(), value.to_string())]
+}
+
+/// A gauge of a count.
+fn count(value: usize) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A read error for the label: one line, at most [`MAX_ERROR_CHARS`] characters.
+fn error_text(problem: &str) -> String {
+    let line: String = problem.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    match line.char_indices().nth(MAX_ERROR_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
+impl Metrics {
+    /// The metrics of one sidecar: its zone (`zone`, with where it came from) and listener are
+    /// fixed for its life; the map is re-read every `interval`.
+    pub fn new(zone: Option<String>, zone_source: Option<&str>, listen: SocketAddr, interval: Duration) -> Metrics {
+        let mut registry = Registry::default();
+        registry.register(
+            "locality_sidecar",
+            "The sidecar: its version, this host's zone (empty: not known) and where it came from, the local listener",
+            Info::new(vec![
+                ("version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+                ("zone".to_string(), zone.unwrap_or_default()),
+                ("zone_source".to_string(), zone_source.unwrap_or_default().to_string()),
+                ("listen".to_string(), listen.to_string()),
+            ]),
+        );
+        let interval_gauge = Seconds::default();
+        interval_gauge.set(interval.as_secs_f64());
+        registry.register(
+            "locality_sidecar_map_read_interval_seconds",
+            "How often the map is re-read (--interval)",
+            interval_gauge,
+        );
+        let mut metrics = Metrics {
+            registry,
+            reads: Family::default(),
+            last_success: Family::default(),
+            read_error: Family::default(),
+            failing: Gauge::default(),
+            map: Family::default(),
+            modified: Family::default(),
+            zone_replicas: Gauge::default(),
+            route: Family::default(),
+            route_replicas: Gauge::default(),
+            left_out: Family::default(),
+        };
+        // Both results from the start, so that a rate over them is defined before the first error.
+        for result in ["ok", "error"] {
+            let _ = metrics.reads.get_or_create(&label("result", result));
+        }
+        let registry = &mut metrics.registry;
+        registry.register(
+            "locality_sidecar_map_reads",
+            "Reads of the map, by result",
+            metrics.reads.clone(),
+        );
+        registry.register(
+            "locality_sidecar_map_last_success_timestamp_seconds",
+            "When the map was last read and parsed (absent before the first good read)",
+            metrics.last_success.clone(),
+        );
+        registry.register(
+            "locality_sidecar_map_read_error",
+            "1 while the last read of the map failed, with why (absent when it succeeded)",
+            metrics.read_error.clone(),
+        );
+        registry.register(
+            "locality_sidecar_map_consecutive_read_failures",
+            "Failed reads of the map since the last good one (0: the last read succeeded)",
+            metrics.failing.clone(),
+        );
+        registry.register(
+            "locality_sidecar_map",
+            "The map in use: the source's version (SSM parameter version, Secrets Manager version ID; empty for a file) and a digest of its text",
+            metrics.map.clone(),
+        );
+        registry.register(
+            "locality_sidecar_map_modified_timestamp_seconds",
+            "When the source says the map in use was written (file modification time, SSM LastModifiedDate, Secrets Manager CreatedDate)",
+            metrics.modified.clone(),
+        );
+        registry.register(
+            "locality_sidecar_zone_replicas",
+            "The zone's replicas the map lists",
+            metrics.zone_replicas.clone(),
+        );
+        registry.register(
+            "locality_sidecar_route",
+            "Where reads go: route zone (the zone's replicas, the reader as backup) or reader (every read), and why (none, map_unreadable, zone_unknown, no_replica, zone_mismatch, no_answer)",
+            metrics.route.clone(),
+        );
+        registry.register(
+            "locality_sidecar_route_replicas",
+            "The zone's replicas reads go to (0: the reader only)",
+            metrics.route_replicas.clone(),
+        );
+        registry.register(
+            "locality_sidecar_replicas_left_out",
+            "The zone's replicas not used: zone_mismatch (they report another zone), no_answer (silent at the probe)",
+            metrics.left_out.clone(),
+        );
+        metrics
+    }
+
+    /// A good read of the map, at `when`.
+    pub fn map_read(&self, version: &MapVersion, digest: &str, when: SystemTime) {
+        self.reads.get_or_create(&label("result", "ok")).inc();
+        self.last_success.get_or_create(&Vec::new()).set(epoch_seconds(when));
+        self.read_error.clear();
+        self.failing.set(0);
+        let labels = vec![
+            ("version".to_string(), version.version.clone().unwrap_or_default()),
+            ("digest".to_string(), digest.to_string()),
+        ];
+        if self.map.get(&labels).is_none() {
+            self.map.clear();
+            self.map.get_or_create(&labels).set(1);
+        }
+        match version.modified {
+            Some(modified) => {
+                self.modified.get_or_create(&Vec::new()).set(epoch_seconds(modified));
+            }
+            None => self.modified.clear(),
+        }
+    }
+
+    /// A failed read of the map: the last good map stays in use.
+    pub fn map_failed(&self, problem: &str) {
+        self.reads.get_or_create(&label("result", "error")).inc();
+        self.failing.inc();
+        let labels = label("error", &error_text(problem));
+        if self.read_error.get(&labels).is_none() {
+            self.read_error.clear();
+            self.read_error.get_or_create(&labels).set(1);
+        }
+    }
+
+    /// The route planned (at start and at every read of the map).
+    pub fn route(&self, layout: &Layout) {
+        let seen = &layout.seen;
+        let (route, reason) = match seen.cause {
+            None => ("zone", "none"),
+            Some(cause) => ("reader", cause.as_str()),
+        };
+        let labels = vec![
+            ("route".to_string(), route.to_string()),
+            ("reason".to_string(), reason.to_string()),
+        ];
+        if self.route.get(&labels).is_none() {
+            self.route.clear();
+            self.route.get_or_create(&labels).set(1);
+        }
+        self.route_replicas.set(count(layout.replicas.len()));
+        self.zone_replicas.set(count(seen.listed));
+        self.left_out
+            .get_or_create(&label("reason", "zone_mismatch"))
+            .set(count(seen.mismatched));
+        self.left_out
+            .get_or_create(&label("reason", "no_answer"))
+            .set(count(seen.silent));
+    }
+
+    /// The exposition text (OpenMetrics, ending in `# EOF`).
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String does not fail.
+        let _ = encode(&mut text, &self.registry);
+        text
+    }
+}
+
+/// The content type of [`Metrics::text`].
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The metrics listener: answers `GET /metrics` until dropped.
+pub struct Listener {
+    server: Arc<tiny_http::Server>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener").finish_non_exhaustive()
+    }
+}
+
+/// Starts the listener on `addr`.
+///
+/// # Errors
+/// The address cannot be listened on (in use, not this host's), said with the address.
+pub fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<Listener, String> {
+    let server = tiny_http::Server::http(addr).map_err(|e| {
+        format!("the metrics listener {addr} cannot be opened ({e}); pass --metrics ADDR:PORT or --metrics off")
+    })?;
+    let server = Arc::new(server);
+    let serving = Arc::clone(&server);
+    let thread = std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for request in serving.incoming_requests() {
+                let path = request.url().split('?').next().unwrap_or_default();
+                let head = *request.method() == tiny_http::Method::Head;
+                let response = match (request.method(), path) {
+                    (tiny_http::Method::Get | tiny_http::Method::Head, "/metrics") => {
+                        let text = metrics.text();
+                        let response = tiny_http::Response::from_string(if head { String::new() } else { text });
+                        match tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE) {
+                            Ok(header) => response.with_header(header),
+                            Err(()) => response,
+                        }
+                    }
+                    (tiny_http::Method::Get | tiny_http::Method::Head, _) => {
+                        tiny_http::Response::from_string("locality sidecar: the metrics are at /metrics\n")
+                            .with_status_code(404)
+                    }
+                    _ => tiny_http::Response::from_string("only GET and HEAD\n").with_status_code(405),
+                };
+                let _ = request.respond(response);
+            }
+        })
+        .map_err(|e| format!("the metrics listener cannot start a thread ({e})"))?;
+    Ok(Listener {
+        server,
+        thread: Some(thread),
+    })
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sidecar::{ReaderCause, Seen};
+
+    fn layout(replicas: &[&str], seen: Seen) -> Layout {
+        Layout {
+            replicas: replicas.iter().map(|r| r.to_string()).collect(),
+            reader: "reader:6379".into(),
+            reason: None,
+            zone: Some("ap-northeast-1a".into()),
+            seen,
+        }
+    }
+
+    #[test]
+    fn one_series_per_state_and_errors_bounded_to_one_line() {
+        let metrics = Metrics::new(
+            Some("ap-northeast-1a (apne1-az4)".into()),
+            Some("env"),
+            "127.0.0.1:6379".parse().unwrap(),
+            Duration::from_secs(60),
+        );
+        let start = metrics.text();
+        assert!(start.contains("locality_sidecar_info{version=\"0.1.0\",zone=\"ap-northeast-1a (apne1-az4)\",zone_source=\"env\",listen=\"127.0.0.1:6379\"} 1"), "{start}");
+        assert!(
+            start.contains("locality_sidecar_map_read_interval_seconds 60.0"),
+            "{start}"
+        );
+        assert!(
+            start.contains("locality_sidecar_map_reads_total{result=\"error\"} 0"),
+            "{start}"
+        );
+        assert!(
+            !start.contains("locality_sidecar_map_last_success_timestamp_seconds "),
+            "{start}"
+        );
+        assert!(start.ends_with("# EOF\n"));
+
+        let version = MapVersion {
+            version: Some("7".into()),
+            modified: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+        };
+        metrics.map_read(
+            &version,
+            "00ff",
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        );
+        metrics.route(&layout(
+            &["a1:6379"],
+            Seen {
+                listed: 2,
+                silent: 1,
+                ..Seen::default()
+            },
+        ));
+        let good = metrics.text();
+        for line in [
+            "locality_sidecar_map{version=\"7\",digest=\"00ff\"} 1",
+            "locality_sidecar_map_modified_timestamp_seconds 1700000000.0",
+            "locality_sidecar_map_last_success_timestamp_seconds 1800000000.0",
+            "locality_sidecar_route{route=\"zone\",reason=\"none\"} 1",
+            "locality_sidecar_route_replicas 1",
+            "locality_sidecar_zone_replicas 2",
+            "locality_sidecar_replicas_left_out{reason=\"no_answer\"} 1",
+            "locality_sidecar_replicas_left_out{reason=\"zone_mismatch\"} 0",
+            "locality_sidecar_map_reads_total{result=\"ok\"} 1",
+        ] {
+            assert!(good.contains(line), "{line}\n{good}");
+        }
+        assert!(!good.contains("locality_sidecar_map_read_error{"), "{good}");
+
+        // A failure: one series with the sentence on one line, quotes escaped, cut.
+        let long = format!(
+            "ssm:GetParameter of \"/prod/map\": access denied\nand {}",
+            "x".repeat(500)
+        );
+        metrics.map_failed(&long);
+        metrics.map_failed(&long);
+        metrics.route(&layout(
+            &[],
+            Seen {
+                cause: Some(ReaderCause::ZoneMismatch),
+                listed: 1,
+                mismatched: 1,
+                ..Seen::default()
+            },
+        ));
+        let bad = metrics.text();
+        let error_line = bad
+            .lines()
+            .find(|l| l.starts_with("locality_sidecar_map_read_error{"))
+            .unwrap_or_else(|| panic!("{bad}"));
+        assert!(
+            error_line.contains("error=\"ssm:GetParameter of \\\"/prod/map\\\": access denied and xxx"),
+            "{error_line}"
+        );
+        assert!(error_line.chars().count() < MAX_ERROR_CHARS + 80, "{error_line}");
+        assert_eq!(bad.matches("locality_sidecar_map_read_error{").count(), 1, "{bad}");
+        assert!(
+            bad.contains("locality_sidecar_map_reads_total{result=\"error\"} 2"),
+            "{bad}"
+        );
+        assert!(
+            bad.contains("locality_sidecar_map_consecutive_read_failures 2"),
+            "{bad}"
+        );
+        assert!(
+            bad.contains("locality_sidecar_route{route=\"reader\",reason=\"zone_mismatch\"} 1"),
+            "{bad}"
+        );
+        assert_eq!(bad.matches("locality_sidecar_route{").count(), 1, "{bad}");
+        // The last good map stays described; a good read clears the error.
+        assert!(
+            bad.contains("locality_sidecar_map{version=\"7\",digest=\"00ff\"} 1"),
+            "{bad}"
+        );
+        metrics.map_read(&MapVersion::default(), "0100", SystemTime::now());
+        let again = metrics.text();
+        assert!(!again.contains("locality_sidecar_map_read_error{"), "{again}");
+        assert!(
+            again.contains("locality_sidecar_map_consecutive_read_failures 0"),
+            "{again}"
+        );
+        assert!(
+            again.contains("locality_sidecar_map{version=\"\",digest=\"0100\"} 1"),
+            "{again}"
+        );
+        assert!(!again.contains("digest=\"00ff\""), "{again}");
+        assert!(
+            !again.contains("locality_sidecar_map_modified_timestamp_seconds "),
+            "{again}"
+        );
+    }
+
+    #[test]
+    fn the_listener_answers_metrics_and_nothing_else() {
+        use std::io::{Read, Write};
+        let metrics = Arc::new(Metrics::new(
+            None,
+            None,
+            "127.0.0.1:6379".parse().unwrap(),
+            Duration::from_secs(1),
+        ));
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = probe.local_addr().unwrap();
+        drop(probe);
+        let listener = serve(addr, Arc::clone(&metrics)).unwrap();
+        let get = |request: &str| {
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream.write_all(request.as_bytes()).unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).unwrap();
+            answer
+        };
+        let answer = get("GET /metrics HTTP/1.0\r\n\r\n");
+        assert!(answer.starts_with("HTTP/1.0 200"), "{answer}");
+        assert!(answer.contains("application/openmetrics-text"), "{answer}");
+        assert!(answer.contains("locality_sidecar_info{"), "{answer}");
+        assert!(get("GET /other HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 404"));
+        assert!(get("POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n").starts_with("HTTP/1.0 405"));
+        // A second listener on the same address is refused with the address named.
+        let taken = serve(addr, Arc::clone(&metrics)).unwrap_err();
+        assert!(
+            taken.contains(&addr.to_string()) && taken.contains("--metrics"),
+            "{taken}"
+        );
+        // Dropped: the port is closed (tiny_http's accept thread ends just after).
+        drop(listener);
+        let closed = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            std::net::TcpStream::connect(addr).is_err()
+        });
+        assert!(closed, "closed when dropped");
+    }
+}
