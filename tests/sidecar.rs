@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const ZONE_A: &str = "ap-northeast-1a";
 const ZONE_B: &str = "ap-northeast-1b";
 const ZONE_C: &str = "ap-northeast-1c";
@@ -1039,183 +1041,435 @@ fn guide_block(heading: &str, lang: &str) -> String {
 /// local file instead of SSM; the configuration listens where the block's readiness check and
 /// application look (127.0.0.1:6379) and passes `haproxy -c`. The PromQL names series that a
 /// running sidecar's `/metrics` serves.
+/// The Python with kubernetes-validate and botocore (LOCALITY_DEPLOY_PYTHON, set by scripts/test).
+fn deploy_python() -> PathBuf {
+    let path = std::env::var_os("LOCALITY_DEPLOY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/deploy-venv/bin/python"));
+    assert!(
+        path.exists(),
+        "no Python with kubernetes-validate and botocore at {} (scripts/test installs them)",
+        path.display()
+    );
+    path
+}
+
+/// A platform's metadata service on loopback: IMDSv2 (token, placement) and ECS task metadata
+/// v4 (`/task`), both saying `zone`. Serves until the process ends.
+fn fake_metadata(zone: &'static str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let line = String::from_utf8_lossy(&request)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let body = if line.starts_with("PUT /latest/api/token") {
+                "token".to_string()
+            } else if line.contains("/placement/availability-zone-id ") {
+                "apne1-az4".to_string()
+            } else if line.contains("/placement/availability-zone ") {
+                zone.to_string()
+            } else if line.contains("/task ") {
+                format!(
+                    r#"{{"AvailabilityZone":"{zone}","TaskARN":"arn:aws:ecs:ap-northeast-1:123456789012:task/c/0"}}"#
+                )
+            } else {
+                let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                continue;
+            };
+            let _ = stream.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    url
+}
+
+/// `n` GETs through `port`, each on a new connection; how many were answered.
+fn reads_through(port: u16, n: usize) -> usize {
+    (0..n)
+        .filter(|_| {
+            TcpStream::connect(("127.0.0.1", port))
+                .ok()
+                .is_some_and(|mut s| command(&mut s, &["GET", "k"]).is_ok())
+        })
+        .count()
+}
+
+/// One HTTP/1.0 GET on loopback: the whole answer.
+fn http_get(port: u16, path: &str) -> String {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes());
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+/// deploy/'s Kubernetes Deployment and ECS task definition validate against Kubernetes'
+/// published schemas and botocore's RegisterTaskDefinition model, and the guide shows them (and
+/// the systemd unit) as they are. Then each starts the image with exactly the user, root file
+/// system, capabilities, mounts, environment and arguments it gives — the map read from SSM
+/// (moto) as written, what the platform injects (credentials, the AWS endpoint, the downward
+/// API's values, ECS's task metadata endpoint) added — and it serves reads in the zone, its
+/// probes pass, and it stops within 2 s. The systemd unit passes `systemd-analyze verify` and
+/// its ExecStart serves as a user without a passwd entry in its RuntimeDirectory.
 #[test]
-fn the_guides_deployments_start_the_sidecar_as_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let map = dir.path().join("map.json");
-    std::fs::write(
-        &map,
-        r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1a":"127.0.0.1:7001"}}"#,
-    )
-    .unwrap();
-    let yaml = guide_block("### Kubernetes", "yaml");
-    let args_line = yaml.lines().find(|l| l.trim_start().starts_with("args:")).unwrap();
-    let k8s_args: Vec<String> = serde_json::from_str(args_line.split_once("args:").unwrap().1.trim()).unwrap();
-    let k8s_fallback = yaml
-        .lines()
-        .skip_while(|l| !l.contains("LOCALITY_FALLBACK"))
-        .nth(1)
-        .and_then(|l| l.split_once("value:"))
-        .map(|(_, v)| v.trim().trim_matches('"').to_string())
+fn the_deployments_validate_and_start_the_image_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let image = std::env::var("LOCALITY_IMAGE")
+        .expect("LOCALITY_IMAGE must name the image scripts/image built: run scripts/test, which builds it");
+    let validated = Command::new(deploy_python())
+        .arg(root.join("tests/deploy/validate.py"))
+        .arg(root)
+        .output()
         .unwrap();
     assert!(
-        yaml.contains("port: 6379") && yaml.contains("\"127.0.0.1:6379\""),
-        "{yaml}"
+        validated.status.success(),
+        "deploy/ does not validate:\n{}",
+        String::from_utf8_lossy(&validated.stderr)
     );
+    let starts: serde_json::Value = serde_json::from_slice(&validated.stdout).unwrap();
+    eprintln!("deploy/kubernetes/deployment.yaml: valid for Kubernetes 1.29 and the newest kubernetes-validate ships; deploy/ecs/task-definition.json: valid RegisterTaskDefinition input");
 
-    let ecs: serde_json::Value = serde_json::from_str(&guide_block("### ECS", "json")).unwrap();
-    let sidecar = &ecs["containerDefinitions"][0];
-    let ecs_args: Vec<String> = serde_json::from_value(sidecar["command"].clone()).unwrap();
-    let ecs_fallback = sidecar["environment"][0]["value"].as_str().unwrap().to_string();
-    assert_eq!(sidecar["environment"][0]["name"], "LOCALITY_FALLBACK");
-    assert!(sidecar["healthCheck"]["command"][1]
-        .as_str()
-        .unwrap()
-        .contains("127.0.0.1/6379"));
-    assert_eq!(
-        ecs["containerDefinitions"][1]["dependsOn"][0]["containerName"],
-        sidecar["name"]
-    );
-
-    let unit = guide_block("### EC2 (systemd)", "ini");
-    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).unwrap();
-    let mut words = exec.split_whitespace();
-    assert_eq!(words.next(), Some("/usr/local/bin/locality"));
-    let unit_args: Vec<String> = words.map(str::to_string).collect();
-    let unit_fallback = unit
-        .lines()
-        .find_map(|l| l.strip_prefix("Environment=LOCALITY_FALLBACK="))
-        .unwrap()
-        .to_string();
-
-    for (name, args, fallback) in [
-        ("kubernetes", k8s_args, k8s_fallback),
-        ("ecs", ecs_args, ecs_fallback),
-        ("systemd", unit_args, unit_fallback),
+    // The guide shows the files as they are.
+    for (heading, lang, file) in [
+        ("### Kubernetes", "yaml", "deploy/kubernetes/deployment.yaml"),
+        ("### ECS", "json", "deploy/ecs/task-definition.json"),
+        ("### EC2 (systemd)", "ini", "deploy/systemd/locality-sidecar.service"),
     ] {
-        assert_eq!(args.first().map(String::as_str), Some("sidecar"), "{name}: {args:?}");
-        let at = args.iter().position(|a| a == "--map").unwrap();
-        assert_eq!(args[at + 1], "ssm:/prod/cache/replica-map", "{name}");
-        let mut args = args.clone();
-        args[at + 1] = map.display().to_string();
-        let out = Command::new(env!("CARGO_BIN_EXE_locality"))
-            .args(&args)
-            .args(["--print-config", "--zone", ZONE_A, "--run-dir"])
-            .arg(dir.path().join(name))
-            .env("LOCALITY_FALLBACK", &fallback)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        let config = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(config.contains("  bind 127.0.0.1:6379\n"), "{name}: {config}");
-        let file = dir.path().join(format!("{name}.cfg"));
-        std::fs::write(&file, &config).unwrap();
-        let check = Command::new("haproxy").arg("-c").arg("-f").arg(&file).output().unwrap();
-        assert!(
-            check.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&check.stderr)
+        assert_eq!(
+            guide_block(heading, lang),
+            std::fs::read_to_string(root.join(file)).unwrap(),
+            "the guide's block under {heading} is not {file}"
         );
     }
 
-    // The hardened settings are there: not root, a read-only root file system, no privilege
-    // escalation, no capabilities; the systemd unit a user of its own and its runtime directory.
-    for setting in [
-        "runAsNonRoot: true",
-        "runAsUser: 10001",
-        "readOnlyRootFilesystem: true",
-        "allowPrivilegeEscalation: false",
-        "drop: [\"ALL\"]",
-    ] {
-        assert!(yaml.contains(setting), "{setting}: {yaml}");
+    // The hardened settings.
+    for name in ["kubernetes", "ecs"] {
+        let start = &starts[name];
+        assert_eq!(start["user"], "10001:10001", "{name}");
+        assert_eq!(start["read_only"], true, "{name}");
+        assert_eq!(start["no_new_privileges"], true, "{name}");
+        assert_eq!(start["cap_drop"], serde_json::json!(["ALL"]), "{name}");
+        assert_eq!(start["mounts"][0]["path"], "/run/locality", "{name}");
+        assert_eq!(start["image"], "ghcr.io/locality/locality:0.1.0", "{name}");
     }
-    assert_eq!(sidecar["user"], "10001:10001");
-    assert_eq!(sidecar["readonlyRootFilesystem"], true);
-    assert_eq!(sidecar["linuxParameters"]["capabilities"]["drop"][0], "ALL");
+    let k8s = &starts["kubernetes"];
+    assert_eq!(k8s["run_as_non_root"], true);
+    assert_eq!(k8s["mounts"][0]["kind"], "tmpfs", "an emptyDir with medium: Memory");
+    assert_eq!(k8s["app_env"]["CACHE_READ_ENDPOINT"], "127.0.0.1:6379");
+    let health = serde_json::json!(["/usr/local/bin/locality-app", "health"]);
+    assert_eq!(k8s["probes"]["startupProbe"]["exec"]["command"], health);
+    assert_eq!(k8s["probes"]["readinessProbe"]["exec"]["command"], health);
+    assert_eq!(k8s["probes"]["livenessProbe"]["tcpSocket"]["port"], 6379);
+    let ecs = &starts["ecs"];
+    assert_eq!(ecs["mounts"][0]["kind"], "task-volume");
+    assert_eq!(
+        ecs["health"],
+        serde_json::json!(["CMD", "/usr/local/bin/locality-app", "health"])
+    );
+
+    // The map in SSM, as the manifests read it; the image under the name they give.
+    let group = Group::start();
+    let mut primary = TcpStream::connect(group.primary.endpoint()).unwrap();
+    command(&mut primary, &["SET", "k", "v"]).unwrap();
+    let moto = common::moto::Moto::start();
+    let put = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/moto-venv/bin/python"))
+        .args([
+            "-c",
+            "import boto3, sys; boto3.client('ssm', endpoint_url=sys.argv[1], region_name='ap-northeast-1', aws_access_key_id='testing', aws_secret_access_key='testing').put_parameter(Name='/prod/cache/replica-map', Type='String', Value=sys.argv[2])",
+            &moto.endpoint,
+            &group.map(&group.a1),
+        ])
+        .output()
+        .unwrap();
+    assert!(put.status.success(), "{}", String::from_utf8_lossy(&put.stderr));
+    let podman = |args: &[&str]| {
+        Command::new("podman")
+            .args(["--runtime", "runc"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let tagged = podman(&["tag", &image, "ghcr.io/locality/locality:0.1.0"]);
+    assert!(tagged.status.success(), "{}", String::from_utf8_lossy(&tagged.stderr));
+    let metadata = fake_metadata(ZONE_A);
+    let volumes = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(volumes.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    for name in ["kubernetes", "ecs"] {
+        let start = &starts[name];
+        let container = format!("locality-{name}-{}", std::process::id());
+        let mut cmd = Command::new("podman");
+        cmd.args([
+            "--runtime",
+            "runc",
+            "run",
+            "--rm",
+            "--name",
+            &container,
+            "--network",
+            "host",
+        ])
+        .args(["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"])
+        .args(["--user", start["user"].as_str().unwrap()]);
+        if start["read_only"] == true {
+            cmd.arg("--read-only");
+        }
+        if start["no_new_privileges"] == true {
+            cmd.args(["--security-opt", "no-new-privileges"]);
+        }
+        for cap in start["cap_drop"].as_array().unwrap() {
+            cmd.args(["--cap-drop", cap.as_str().unwrap()]);
+        }
+        let mut volume = None;
+        for mount in start["mounts"].as_array().unwrap() {
+            let path = mount["path"].as_str().unwrap();
+            match mount["kind"].as_str().unwrap() {
+                // kubelet mounts a tmpfs with no mode option (root's, 1777) on a directory of
+                // its own and the runtime binds that over the path. (podman's --tmpfs would take
+                // the image directory's mode instead.)
+                "tmpfs" => {
+                    let host = volumes.path().join(name);
+                    std::fs::create_dir(&host).unwrap();
+                    std::fs::set_permissions(&host, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+                    cmd.args(["-v", &format!("{}:{path}:rw", host.display())])
+                }
+                // A fresh volume where the image has a VOLUME: it starts with the image's owner
+                // and mode (ECS copies the VOLUME directive's path, as podman does).
+                "task-volume" => {
+                    let named = format!("{container}-run");
+                    volume = Some(named.clone());
+                    cmd.args(["-v", &format!("{named}:{path}")])
+                }
+                other => panic!("{name}: a mount of kind {other}"),
+            };
+        }
+        // The manifest's environment; the downward API's values as a node in zone a gives them.
+        let mut env = std::collections::BTreeMap::new();
+        for (key, value) in start["env"].as_object().unwrap() {
+            let value = match value {
+                serde_json::Value::String(text) => text.clone(),
+                _ => match value["from"].as_str().unwrap() {
+                    "metadata.labels['topology.kubernetes.io/zone']" => ZONE_A.to_string(),
+                    "status.podIP" => "127.0.0.1".to_string(),
+                    other => panic!("{name}: a value from {other}"),
+                },
+            };
+            env.insert(key.clone(), value);
+        }
+        for (key, value) in &env {
+            cmd.args(["-e", &format!("{key}={value}")]);
+        }
+        // What the platform injects: the task's or pod's credentials, the (here: moto's) AWS
+        // endpoint; ECS its task metadata endpoint, where the zone comes from.
+        for (key, value) in common::moto::ENV {
+            cmd.args(["-e", &format!("{key}={value}")]);
+        }
+        cmd.args(["-e", &format!("AWS_ENDPOINT_URL={}", moto.endpoint)]);
+        if name == "ecs" {
+            cmd.args(["-e", &format!("ECS_CONTAINER_METADATA_URI_V4={metadata}/v4/abc")]);
+        }
+        // Kubernetes expands $(VAR) in args from the container's environment.
+        let args: Vec<String> = start["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                let mut arg = a.as_str().unwrap().to_string();
+                for (key, value) in &env {
+                    arg = arg.replace(&format!("$({key})"), value);
+                }
+                arg
+            })
+            .collect();
+        cmd.arg("ghcr.io/locality/locality:0.1.0")
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        {
+            let (pipe, log) = (child.stderr.take().unwrap(), Arc::clone(&stderr));
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                    log.lock().unwrap().push_str(&(line + "\n"));
+                }
+            });
+        }
+        let served = wait_for(Duration::from_secs(30), || reads_through(6379, 1) == 1);
+        assert!(
+            served.is_some(),
+            "{name}: the container does not serve\n{}",
+            stderr.lock().unwrap()
+        );
+        // Every read in the zone.
+        let before = group.gets();
+        assert_eq!(reads_through(6379, 20), 20);
+        let moved = delta(before, group.gets());
+        assert!(
+            moved[1] >= 20 && [moved[0], moved[2], moved[3], moved[4]] == [0, 0, 0, 0],
+            "{name}: {moved:?}\n{}",
+            stderr.lock().unwrap()
+        );
+        // The probes the manifest gives pass, inside the container.
+        let probe = if name == "kubernetes" {
+            start["probes"]["readinessProbe"]["exec"]["command"].clone()
+        } else {
+            serde_json::json!(start["health"].as_array().unwrap()[1..])
+        };
+        let probe: Vec<String> = serde_json::from_value(probe).unwrap();
+        let mut exec = vec!["exec".to_string(), container.clone()];
+        exec.extend(probe);
+        let exec: Vec<&str> = exec.iter().map(String::as_str).collect();
+        let probed = podman(&exec);
+        assert!(
+            probed.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&probed.stderr)
+        );
+        let pid1: u32 = String::from_utf8_lossy(&podman(&["inspect", "--format", "{{.State.Pid}}", &container]).stdout)
+            .trim()
+            .parse()
+            .unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid1}/status")).unwrap();
+        assert!(
+            status.contains("\nUid:\t10001\t")
+                && status.contains("\nCapEff:\t0000000000000000")
+                && status.contains("\nNoNewPrivs:\t1"),
+            "{name}: {status}"
+        );
+        // Kubernetes: the metrics on the pod's address, as Prometheus scrapes them.
+        if name == "kubernetes" {
+            let metrics = http_get(8405, "/metrics");
+            assert!(
+                metrics.contains(&format!("zone=\"{ZONE_A}\",zone_source=\"env\""))
+                    && metrics.contains("locality_sidecar_route{route=\"zone\",reason=\"none\"} 1"),
+                "{metrics}"
+            );
+            assert!(http_get(8404, "/metrics")
+                .contains("haproxy_server_bytes_out_total{proxy=\"locality_replica\",server=\"zone1\"}"));
+        } else {
+            assert!(
+                stderr.lock().unwrap().contains(&format!("(zone {ZONE_A})")),
+                "{}",
+                stderr.lock().unwrap()
+            );
+        }
+        let stopping = Instant::now();
+        let stop = podman(&["stop", "--time", "10", &container]);
+        let stopped = stopping.elapsed();
+        assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+        assert!(stopped < Duration::from_secs(2), "{name}: podman stop took {stopped:?}");
+        let _ = wait_timeout(&mut child, Duration::from_secs(5));
+        if let Some(volume) = volume {
+            let _ = podman(&["volume", "rm", "-f", &volume]);
+        }
+        eprintln!("{name}: served 20 reads in zone {ZONE_A} as uid 10001 (no capabilities, no_new_privs, read-only root), probe passed, stopped in {stopped:?}");
+    }
+
+    // systemd: the unit verifies with the real binary in place, and its ExecStart serves as a
+    // user with no passwd entry (DynamicUser), in its own RuntimeDirectory, zone from IMDS.
+    let unit = std::fs::read_to_string(root.join("deploy/systemd/locality-sidecar.service")).unwrap();
+    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).unwrap();
+    let mut words = exec.split_whitespace();
+    assert_eq!(words.next(), Some("/usr/local/bin/locality-app"));
+    let args: Vec<&str> = words.collect();
+    let built = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--locked",
+            "-p",
+            "locality-resolve",
+            "--features",
+            "cli",
+            "--bin",
+            "locality-app",
+        ])
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let app = Path::new(env!("CARGO_BIN_EXE_locality")).with_file_name("locality-app");
+    let dir = tempfile::tempdir().unwrap();
+    let verify_unit = dir.path().join("locality-sidecar.service");
+    std::fs::write(
+        &verify_unit,
+        unit.replace("/usr/local/bin/locality-app", app.to_str().unwrap()),
+    )
+    .unwrap();
+    let verified = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&verify_unit)
+        .output()
+        .unwrap();
+    assert!(
+        verified.status.success() && verified.stderr.is_empty(),
+        "systemd-analyze verify: {}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
     for setting in [
         "DynamicUser=yes",
         "NoNewPrivileges=yes",
         "CapabilityBoundingSet=\n",
-        "RuntimeDirectory=locality",
+        "RuntimeDirectory=locality\n",
+        "RuntimeDirectoryMode=0700",
     ] {
         assert!(unit.contains(setting), "{setting}: {unit}");
     }
-    // Started as those manifests start it: as uid 10001 (no passwd entry, as in an image), with
-    // their environment (the run directory on /dev/shm, the container's tmpfs), it serves, and
-    // it and its HAProxy run as 10001.
-    let xdg = |env: &serde_json::Value| {
-        env.as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["name"] == "XDG_RUNTIME_DIR")
-            .map(|e| e["value"].as_str().unwrap().to_string())
-            .unwrap()
-    };
-    let k8s_xdg = yaml
+    let runtime = dir.path().join("run-locality");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&runtime, Some(61234), Some(61234)).unwrap();
+    let fallback = unit
         .lines()
-        .skip_while(|l| !l.contains("XDG_RUNTIME_DIR"))
-        .nth(1)
-        .and_then(|l| l.split_once("value:"))
-        .map(|(_, v)| v.trim().to_string())
+        .find_map(|l| l.strip_prefix("Environment=LOCALITY_FALLBACK="))
         .unwrap();
-    assert_eq!(k8s_xdg, xdg(&sidecar["environment"]));
-    let reader = Node::start(ZONE_B, None);
-    let open = tempfile::tempdir().unwrap();
-    open_to_all(open.path());
-    let live_map = open.path().join("map.json");
-    std::fs::write(
-        &live_map,
-        format!(r#"{{"version":1,"fallback":"{}","zones":{{}}}}"#, reader.endpoint()),
-    )
-    .unwrap();
-    let port = free_port();
-    let (mut child, stderr) = spawn_sidecar(
-        Some(10001),
-        Path::new(env!("CARGO_BIN_EXE_locality")),
-        &live_map,
-        port,
-        &["--zone", ZONE_A],
-        &[("XDG_RUNTIME_DIR", &k8s_xdg), ("LOCALITY_FALLBACK", "127.0.0.1:1")],
-    );
-    assert!(
-        wait_for(Duration::from_secs(10), || serves(port)).is_some(),
-        "{}",
-        stderr.lock().unwrap()
-    );
-    let run = Path::new(&k8s_xdg).join(format!("locality/sidecar-{port}"));
-    let procs = processes_in(&run);
-    assert!(procs.len() >= 2 && procs.iter().all(|p| p.uid == 10001), "{procs:?}");
+    let mut cmd = as_user(Some(61234), &app);
+    cmd.args(&args)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("LOCALITY_FALLBACK", fallback)
+        .env("RUNTIME_DIRECTORY", &runtime)
+        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &metadata)
+        .env("AWS_ENDPOINT_URL", &moto.endpoint)
+        .envs(
+            common::moto::ENV
+                .iter()
+                .filter(|(k, _)| *k != "AWS_EC2_METADATA_DISABLED")
+                .copied(),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let served = wait_for(Duration::from_secs(15), || reads_through(6379, 1) == 1);
     send_signal(child.id(), "TERM");
-    wait_timeout(&mut child, Duration::from_secs(3)).expect("stops");
-    let _ = std::fs::remove_dir_all(&run);
-
-    // The PromQL's series, from a running sidecar's /metrics.
-    let group = Group::start();
-    std::fs::write(&map, group.map(&group.a1)).unwrap();
-    let stats_port = free_port();
-    let sidecar = Sidecar::start(
-        &map,
-        &["--zone", ZONE_A, "--stats", &format!("127.0.0.1:{stats_port}")],
-        &[],
+    let status = wait_timeout(&mut child, Duration::from_secs(3)).expect("stops within 3 s");
+    let mut log = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut log);
+    assert!(served.is_some(), "systemd: the unit's ExecStart does not serve\n{log}");
+    assert!(log.contains(&format!("(zone {ZONE_A}")), "{log}");
+    eprintln!(
+        "systemd: ExecStart served as uid 61234 in its RuntimeDirectory, zone from IMDS; SIGTERM stopped it ({status})"
     );
-    assert_eq!(sidecar.fresh_reads(5), 5);
-    let mut http = TcpStream::connect(("127.0.0.1", stats_port)).unwrap();
-    http.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let mut metrics = String::new();
-    http.read_to_string(&mut metrics).unwrap();
-    let promql = guide_block("### Where reads go", "promql");
-    assert!(
-        promql.contains("haproxy_server_bytes_out_total{proxy=\"locality_replica\", server=~\"zone.*\"}"),
-        "{promql}"
-    );
-    let zone_bytes = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("haproxy_server_bytes_out_total{proxy=\"locality_replica\",server=\"zone1\"} "))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no zone1 bytes series in /metrics"));
-    assert!(zone_bytes > 0);
-    assert!(metrics.contains("haproxy_server_bytes_out_total{proxy=\"locality_replica\",server=\"reader\"} 0"));
 }
 
 /// A replica that hangs (SIGSTOP: the connection stays open, nothing answers — the silent
@@ -2790,6 +3044,20 @@ fn where_reads_go_is_watched_by_a_real_prometheus() {
     eprintln!("replica killed: ALERTS{{{}}} after {took:?}", alert.0);
     let cross = prometheus.query("locality:cross_zone_bytes:rate1m");
     assert!(cross.first().is_some_and(|s| s.1 > 0.0), "{cross:?}");
+    // The guide's cost estimate: what those bytes would cost in a month.
+    let cost = guide_block("#### What it costs", "promql");
+    let monthly = prometheus.query(cost.trim());
+    let expected = cross[0].1 * 2.0 * 0.01 * 30.0 * 86400.0 / 1e9;
+    assert!(
+        monthly
+            .first()
+            .is_some_and(|s| s.1 > 0.0 && (s.1 - expected).abs() <= expected * 0.5),
+        "{cost}: {monthly:?}, expected about {expected}"
+    );
+    eprintln!(
+        "replica killed: {:.0} cross-zone bytes/s, {:.4} USD a month at 0.01 USD/GB each way",
+        cross[0].1, monthly[0].1
+    );
 
     // It comes back: the share returns to 1 once the reader's reads leave the 1-minute window,
     // and the alert ends without having fired.

@@ -122,7 +122,7 @@ def write_map(replica):
 write_map(a1)
 listen = free_port()
 sidecar = subprocess.Popen([locality, "sidecar", "--map", map_path, "--zone", ZONE_A, "--listen", "127.0.0.1:%d" % listen,
-                            "--interval", "1", "--stats", "off", "--run-dir", os.path.join(work, "sidecar-run"),
+                            "--interval", "1", "--stats", "off", "--metrics", "off", "--run-dir", os.path.join(work, "sidecar-run"),
                             "--cache-dir", os.path.join(work, "sidecar-cache")],
                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "sidecar.log"), "w"))
 for _ in range(500):
@@ -260,7 +260,7 @@ with open(silent_map, "w") as f:
 listen = free_port()
 started = time.monotonic()
 quiet = subprocess.Popen([locality, "sidecar", "--map", silent_map, "--zone", ZONE_A, "--listen", "127.0.0.1:%d" % listen,
-                          "--stats", "off", "--run-dir", os.path.join(work, "sidecar-silent-run"),
+                          "--stats", "off", "--metrics", "off", "--run-dir", os.path.join(work, "sidecar-silent-run"),
                           "--cache-dir", os.path.join(work, "sidecar-cache")],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 first = None
