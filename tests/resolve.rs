@@ -614,48 +614,9 @@ async fn apply_publishes_the_map_and_resolve_reads_it_from_ssm() {
         // The sidecar's metrics say which version of the parameter it reads (2: the second
         // apply) and when SSM says it was written. (A zone without a replica: no probe, so the
         // example host names are never looked up.)
-        let port = |_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let (listen, metrics) = (port(0), port(1));
-        let mut sidecar = std::process::Command::new(env!("CARGO_BIN_EXE_locality"))
-            .args(["sidecar", "--map", "ssm:/prod/cache/replica-map", "--zone", "apne1-az9", "--stats", "off"])
-            .args(["--listen", &format!("127.0.0.1:{listen}"), "--metrics", &format!("127.0.0.1:{metrics}")])
-            // HAProxy resolves the example names through a closed loopback port, never a real DNS.
-            .args(["--nameserver", "127.0.0.1:1", "--check-timeout", "200ms", "--run-dir"])
-            .arg(dir.path().join("run"))
-            .envs(ENV.iter().copied())
-            .env("AWS_ENDPOINT_URL", &moto.endpoint)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        let text = loop {
-            let got = std::net::TcpStream::connect(("127.0.0.1", metrics)).ok().map(|mut s| {
-                use std::io::{Read, Write};
-                let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
-                let mut text = String::new();
-                let _ = s.read_to_string(&mut text);
-                text
-            });
-            match got {
-                Some(text) if text.contains("locality_sidecar_map{") => break text,
-                _ if started.elapsed() > std::time::Duration::from_secs(15) => {
-                    let _ = sidecar.kill();
-                    let out = sidecar.wait_with_output().unwrap();
-                    panic!("no metrics: {}", String::from_utf8_lossy(&out.stderr));
-                }
-                _ => std::thread::sleep(std::time::Duration::from_millis(100)),
-            }
-        };
-        let _ = sidecar.kill();
-        let _ = sidecar.wait();
+        let text = common::moto::sidecar_metrics(&moto, "ssm:/prod/cache/replica-map", &dir.path().join("run"));
         assert!(text.contains("locality_sidecar_map{version=\"2\",digest=\""), "{text}");
-        let modified: f64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("locality_sidecar_map_modified_timestamp_seconds "))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{text}"));
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
-        assert!((now - modified).abs() < 600.0, "modified {modified}, now {now}");
+        common::moto::assert_modified_recently(&text);
         assert!(text.contains("locality_sidecar_route{route=\"reader\",reason=\"no_replica\"} 1"), "{text}");
     })
     .await

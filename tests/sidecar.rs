@@ -2819,6 +2819,7 @@ fn the_image_runs_as_deployed_and_fails_over() {
         "the container is left"
     );
     eprintln!("podman stop: {stopped:?}; no process and no container left");
+    eprintln!("the container's log:\n{}", sidecar.stderr());
     drop(sidecar);
 }
 

@@ -396,6 +396,23 @@ async fn the_map_under_one_key_of_a_shared_secret() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The sidecar's metrics name the secret's version it reads, and when it was made.
+    let version = aws_sdk_secretsmanager::Client::new(&moto.config().await)
+        .get_secret_value()
+        .secret_id(SECRET)
+        .send()
+        .await
+        .unwrap()
+        .version_id
+        .unwrap();
+    let map = format!("secretsmanager:{SECRET}#replica_map");
+    let run = cache.path().join("run");
+    let text = tokio::task::block_in_place(|| common::moto::sidecar_metrics(&moto, &map, &run));
+    assert!(
+        text.contains(&format!("locality_sidecar_map{{version=\"{version}\",digest=\"")),
+        "{text}"
+    );
+    common::moto::assert_modified_recently(&text);
 
     // Import by `secretsmanager:<id>#<key>`, then destroy: only the key goes.
     let t = tf.clone();

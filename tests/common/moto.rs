@@ -93,3 +93,69 @@ impl Moto {
         );
     }
 }
+
+/// The metrics of `locality sidecar --map MAP` reading from moto, once it has read the map: in
+/// a zone the map has no replica for (no probe, so the example host names are never looked up;
+/// HAProxy resolves them through a closed loopback port). The sidecar is killed after.
+pub fn sidecar_metrics(moto: &Moto, map: &str, run_dir: &std::path::Path) -> String {
+    use std::io::{Read, Write};
+    let port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (listen, metrics) = (port(), port());
+    let mut sidecar = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["sidecar", "--map", map, "--zone", "apne1-az9", "--stats", "off"])
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{listen}"),
+            "--metrics",
+            &format!("127.0.0.1:{metrics}"),
+        ])
+        .args(["--nameserver", "127.0.0.1:1", "--run-dir"])
+        .arg(run_dir)
+        .envs(ENV.iter().copied())
+        .env("AWS_ENDPOINT_URL", &moto.endpoint)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let got = std::net::TcpStream::connect(("127.0.0.1", metrics)).ok().map(|mut s| {
+            let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+            let mut text = String::new();
+            let _ = s.read_to_string(&mut text);
+            text
+        });
+        match got {
+            Some(text) if text.contains("locality_sidecar_map{") => {
+                let _ = sidecar.kill();
+                let _ = sidecar.wait();
+                return text;
+            }
+            _ if started.elapsed() > Duration::from_secs(15) => {
+                let _ = sidecar.kill();
+                let out = sidecar.wait_with_output().unwrap();
+                panic!("no metrics: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// The map's modification time in the sidecar's metrics is within 10 minutes of now.
+pub fn assert_modified_recently(text: &str) {
+    let modified: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("locality_sidecar_map_modified_timestamp_seconds "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!((now - modified).abs() < 600.0, "modified {modified}, now {now}");
+}
