@@ -1179,12 +1179,15 @@ fn the_deployments_validate_and_start_the_image_as_written() {
     let health = serde_json::json!(["/usr/local/bin/locality-app", "health"]);
     assert_eq!(k8s["probes"]["startupProbe"]["exec"]["command"], health);
     assert_eq!(k8s["probes"]["readinessProbe"]["exec"]["command"], health);
-    assert_eq!(k8s["probes"]["livenessProbe"]["tcpSocket"]["port"], 6379);
+    assert_eq!(
+        k8s["probes"]["livenessProbe"]["exec"]["command"],
+        serde_json::json!(["/usr/local/bin/locality-app", "health", "--listening"])
+    );
     let ecs = &starts["ecs"];
     assert_eq!(ecs["mounts"][0]["kind"], "task-volume");
     assert_eq!(
         ecs["health"],
-        serde_json::json!(["CMD", "/usr/local/bin/locality-app", "health"])
+        serde_json::json!(["CMD", "/usr/local/bin/locality-app", "health", "--listening"])
     );
 
     // The map in SSM, as the manifests read it; the image under the name they give.
@@ -1332,21 +1335,26 @@ fn the_deployments_validate_and_start_the_image_as_written() {
             stderr.lock().unwrap()
         );
         // The probes the manifest gives pass, inside the container.
-        let probe = if name == "kubernetes" {
-            start["probes"]["readinessProbe"]["exec"]["command"].clone()
+        let probes = if name == "kubernetes" {
+            ["startupProbe", "readinessProbe", "livenessProbe"]
+                .iter()
+                .map(|p| start["probes"][p]["exec"]["command"].clone())
+                .collect()
         } else {
-            serde_json::json!(start["health"].as_array().unwrap()[1..])
+            vec![serde_json::json!(start["health"].as_array().unwrap()[1..])]
         };
-        let probe: Vec<String> = serde_json::from_value(probe).unwrap();
-        let mut exec = vec!["exec".to_string(), container.clone()];
-        exec.extend(probe);
-        let exec: Vec<&str> = exec.iter().map(String::as_str).collect();
-        let probed = podman(&exec);
-        assert!(
-            probed.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&probed.stderr)
-        );
+        for probe in probes {
+            let probe: Vec<String> = serde_json::from_value(probe).unwrap();
+            let mut exec = vec!["exec".to_string(), container.clone()];
+            exec.extend(probe);
+            let exec: Vec<&str> = exec.iter().map(String::as_str).collect();
+            let probed = podman(&exec);
+            assert!(
+                probed.status.success(),
+                "{name}: {exec:?}: {}",
+                String::from_utf8_lossy(&probed.stderr)
+            );
+        }
         let pid1: u32 = String::from_utf8_lossy(&podman(&["inspect", "--format", "{{.State.Pid}}", &container]).stdout)
             .trim()
             .parse()

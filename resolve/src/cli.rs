@@ -48,11 +48,28 @@ pub struct HealthArgs {
     /// How long the PING may take, e.g. 1s.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     timeout: std::time::Duration,
+    /// Only that the listener accepts a connection (HAProxy runs), not that a node answers: a
+    /// liveness check that an outage of the cache does not fail.
+    #[arg(long)]
+    listening: bool,
 }
 
-/// `health`: PING through the listener.
+/// `health`: PING through the listener (with `--listening`: a connection to it).
 pub fn health(args: &HealthArgs) -> ExitCode {
-    match crate::check::ping(&args.listen.to_string(), args.timeout, None) {
+    let checked = if args.listening {
+        std::net::TcpStream::connect_timeout(&args.listen, args.timeout)
+            .map(drop)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                    format!("no connection within {} ms", args.timeout.as_millis())
+                }
+                _ => e.to_string(),
+            })
+    } else {
+        crate::check::ping(&args.listen.to_string(), args.timeout, None)
+    };
+    match checked {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {
             let _ = writeln!(std::io::stderr(), "unhealthy: {}: {why}", args.listen);

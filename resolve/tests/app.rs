@@ -62,6 +62,18 @@ fn resolves_from_a_map_file_like_locality_resolve() {
     let (code, _, err) = app(&["health", "--listen", "127.0.0.1:1"], &[]);
     assert_eq!(code, 1);
     assert!(err.contains("unhealthy: 127.0.0.1:1: connection refused"), "{err}");
+    let (code, _, err) = app(&["health", "--listening", "--listen", "127.0.0.1:1"], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unhealthy: 127.0.0.1:1: connection refused"), "{err}");
+    // A listener whose nodes do not answer (HAProxy with every server down): not healthy, but
+    // alive (`--listening`, the liveness check).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = silent.local_addr().unwrap().to_string();
+    let (code, _, err) = app(&["health", "--timeout", "300ms", "--listen", &listen], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with(&format!("unhealthy: {listen}: ")), "{err}");
+    let (code, _, err) = app(&["health", "--listening", "--listen", &listen], &[]);
+    assert_eq!(code, 0, "{err}");
     let (code, out, _) = app(&["--version"], &[]);
     assert_eq!(
         (code, out.trim()),

@@ -13,6 +13,9 @@
 //! that does not answer is not added until it does (one already serving stays: HAProxy's
 //! health checks own it). Until then reads go to the reader.
 //!
+//! What HAProxy cannot know — the zone, the map's version and age, a failing read, the route
+//! and why — is served as metrics of its own ([`metrics`], `--metrics`).
+//!
 //! It runs as root beside other users on many hosts, so ([`process`], [`crate::trusted`]): its
 //! run directory is checked from the root down and used through an open handle; HAProxy gets
 //! a cleared environment, an unprivileged user for its workers, and never outlives the
@@ -499,10 +502,9 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     let (zone, source, zone_failure, _) = crate::find_zone(&options.resolve);
     let read_at = std::time::SystemTime::now();
     let (map, warnings, version) = match read_map_versioned(&options.resolve) {
-        Ok((map, warnings, version, digest)) => (Ok(map), warnings, Some((version, digest))),
-        Err(problem) => (Err(problem.clone()), Vec::new(), None),
+        Ok((map, warnings, version, digest)) => (Ok(map), warnings, Ok((version, digest))),
+        Err(problem) => (Err(problem.clone()), Vec::new(), Err(problem)),
     };
-    let map_problem = map.as_ref().err().cloned();
     let unanswered = if print_config {
         Unanswered::All
     } else {
@@ -566,10 +568,9 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
         options.listen,
         options.interval,
     ));
-    match (&version, &map_problem) {
-        (Some((version, digest)), _) => metrics.map_read(version, digest, read_at),
-        (None, Some(problem)) => metrics.map_failed(problem),
-        (None, None) => {}
+    match &version {
+        Ok((version, digest)) => metrics.map_read(version, digest, read_at),
+        Err(problem) => metrics.map_failed(problem),
     }
     metrics.route(&layout);
     let listener = match options.metrics.map(|addr| metrics::serve(addr, Arc::clone(&metrics))) {
@@ -796,8 +797,8 @@ impl Supervisor {
                     continue;
                 }
             };
-            self.metrics.route(&new);
             if new.same_servers(&layout) {
+                self.metrics.route(&new);
                 layout.seen = new.seen;
                 continue;
             }
@@ -814,6 +815,7 @@ impl Supervisor {
             };
             if applied {
                 log(format!("the map changed: {} (applied at run time)", new.describe()));
+                self.metrics.route(&new);
                 layout = new;
                 continue;
             }
@@ -823,6 +825,7 @@ impl Supervisor {
                         "the map changed: {} (HAProxy reloaded; open sessions finish on the old servers)",
                         new.describe()
                     ));
+                    self.metrics.route(&new);
                     layout = new;
                 }
                 Err(problem) => log(format!("the map changed, but HAProxy was not reloaded: {problem}")),
