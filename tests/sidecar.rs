@@ -1176,12 +1176,12 @@ fn the_deployments_validate_and_start_the_image_as_written() {
     assert_eq!(k8s["run_as_non_root"], true);
     assert_eq!(k8s["mounts"][0]["kind"], "tmpfs", "an emptyDir with medium: Memory");
     assert_eq!(k8s["app_env"]["CACHE_READ_ENDPOINT"], "127.0.0.1:6379");
-    let health = serde_json::json!(["/usr/local/bin/locality-app", "health"]);
-    assert_eq!(k8s["probes"]["startupProbe"]["exec"]["command"], health);
-    assert_eq!(k8s["probes"]["readinessProbe"]["exec"]["command"], health);
-    assert_eq!(
-        k8s["probes"]["livenessProbe"]["exec"]["command"],
-        serde_json::json!(["/usr/local/bin/locality-app", "health", "--listening"])
+    let listening = serde_json::json!(["/usr/local/bin/locality-app", "health", "--listening"]);
+    assert_eq!(k8s["probes"]["startupProbe"]["exec"]["command"], listening);
+    assert_eq!(k8s["probes"]["livenessProbe"]["exec"]["command"], listening);
+    assert!(
+        k8s["probes"].get("readinessProbe").is_none(),
+        "no readiness probe that asks a node"
     );
     let ecs = &starts["ecs"];
     assert_eq!(ecs["mounts"][0]["kind"], "task-volume");
@@ -1336,7 +1336,7 @@ fn the_deployments_validate_and_start_the_image_as_written() {
         );
         // The probes the manifest gives pass, inside the container.
         let probes = if name == "kubernetes" {
-            ["startupProbe", "readinessProbe", "livenessProbe"]
+            ["startupProbe", "livenessProbe"]
                 .iter()
                 .map(|p| start["probes"][p]["exec"]["command"].clone())
                 .collect()
