@@ -8,31 +8,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{provider_binary, Terraform, PREAMBLE, VERSION};
+use common::{app_binary, provider_binary, Terraform, PREAMBLE, VERSION};
 use sha2::{Digest, Sha256};
 
 /// The debug binaries are hundreds of MB: the tests deflate at level 1 (releases use 9; the
 /// output is reproducible at any fixed level).
 const FAST: [&str; 2] = ["--level", "1"];
-
-/// `locality-app` beside the other binaries (a workspace build makes it; a build of this
-/// package alone does not).
-fn app_binary() -> PathBuf {
-    let app = provider_binary().parent().unwrap().join("locality-app");
-    if !app.exists() {
-        run_ok(Command::new(env!("CARGO")).args([
-            "build",
-            "--locked",
-            "-p",
-            "locality-resolve",
-            "--features",
-            "cli",
-            "--bin",
-            "locality-app",
-        ]));
-    }
-    app
-}
 
 fn package(out: &Path, mirror: Option<&Path>) {
     app_binary();

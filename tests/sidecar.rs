@@ -42,15 +42,7 @@ fn valkey_server() -> PathBuf {
 
 /// The Python with valkey-glide (LOCALITY_GLIDE_PYTHON, set by scripts/test).
 fn glide_python() -> PathBuf {
-    let path = std::env::var_os("LOCALITY_GLIDE_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sidecar-venv/bin/python"));
-    assert!(
-        path.exists(),
-        "no Python with valkey-glide at {} (scripts/test installs it)",
-        path.display()
-    );
-    path
+    common::venv_python("LOCALITY_GLIDE_PYTHON", "sidecar-venv", "valkey-glide")
 }
 
 /// One RESP command; the reply's bytes (simple line, or bulk string without its header).
@@ -1043,15 +1035,11 @@ fn guide_block(heading: &str, lang: &str) -> String {
 /// running sidecar's `/metrics` serves.
 /// The Python with kubernetes-validate and botocore (LOCALITY_DEPLOY_PYTHON, set by scripts/test).
 fn deploy_python() -> PathBuf {
-    let path = std::env::var_os("LOCALITY_DEPLOY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/deploy-venv/bin/python"));
-    assert!(
-        path.exists(),
-        "no Python with kubernetes-validate and botocore at {} (scripts/test installs them)",
-        path.display()
-    );
-    path
+    common::venv_python(
+        "LOCALITY_DEPLOY_PYTHON",
+        "deploy-venv",
+        "kubernetes-validate and botocore",
+    )
 }
 
 /// A platform's metadata service on loopback: IMDSv2 (token, placement) and ECS task metadata
@@ -1402,21 +1390,7 @@ fn the_deployments_validate_and_start_the_image_as_written() {
     let mut words = exec.split_whitespace();
     assert_eq!(words.next(), Some("/usr/local/bin/locality-app"));
     let args: Vec<&str> = words.collect();
-    let built = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--locked",
-            "-p",
-            "locality-resolve",
-            "--features",
-            "cli",
-            "--bin",
-            "locality-app",
-        ])
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-    let app = Path::new(env!("CARGO_BIN_EXE_locality")).with_file_name("locality-app");
+    let app = common::app_binary();
     let dir = tempfile::tempdir().unwrap();
     let verify_unit = dir.path().join("locality-sidecar.service");
     std::fs::write(

@@ -11,6 +11,47 @@ pub fn provider_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_terraform-provider-locality"))
 }
 
+/// `locality-app` beside the other binaries, built (or found up to date) by cargo: a build of
+/// this package alone does not make it (it is `locality-resolve`'s, feature `cli`).
+pub fn app_binary() -> PathBuf {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--locked",
+            "-p",
+            "locality-resolve",
+            "--features",
+            "cli",
+            "--bin",
+            "locality-app",
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo build of locality-app: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    provider_binary().with_file_name("locality-app")
+}
+
+/// A Python from one of the venvs scripts/test makes: `var` when set, else
+/// `target/<venv>/bin/python`; `what` says what it must carry.
+pub fn venv_python(var: &str, venv: &str, what: &str) -> PathBuf {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join(venv)
+            .join("bin/python")
+    });
+    assert!(
+        path.exists(),
+        "no Python with {what} at {} ({var}; scripts/test installs it)",
+        path.display()
+    );
+    path
+}
+
 /// The terraform the suites run: `LOCALITY_TERRAFORM` when set (scripts/test runs the suites a
 /// second time with Terraform 1.15.5), else `terraform` on PATH (1.11.4).
 pub fn terraform_binary() -> String {
