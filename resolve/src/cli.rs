@@ -22,9 +22,10 @@ pub enum AppCommand {
     /// Same-zone reads with in-request failover for applications that cannot change code:
     /// HAProxy on a local port, steered by the map (the zone's replicas, the reader endpoint as
     /// backup), run in the foreground and kept in step with the map.
-    Sidecar(SidecarArgs),
-    /// Is the sidecar serving? A PING through its listener, answered by a node behind it: exit
-    /// 0 when it is, 1 with the reason on stderr when not (an image's health check, a probe).
+    Sidecar(Box<SidecarArgs>),
+    /// Is the sidecar serving? A PING through its listener, answered by a node behind it (with
+    /// --listening: HAProxy accepts on the listener): exit 0 when it is, 1 with the reason on
+    /// stderr when not (an image's health check, a probe).
     Health(HealthArgs),
 }
 
@@ -33,7 +34,7 @@ impl AppCommand {
     pub fn run(self) -> ExitCode {
         match self {
             AppCommand::Resolve(args) => resolve(args),
-            AppCommand::Sidecar(args) => sidecar(args),
+            AppCommand::Sidecar(args) => sidecar(*args),
             AppCommand::Health(args) => health(&args),
         }
     }
