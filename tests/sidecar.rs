@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+/// HAProxy's statistics and the sidecar's metrics off: tests run many sidecars at once.
+const NO_LISTENERS: [&str; 4] = ["--stats", "off", "--metrics", "off"];
+
 const ZONE_A: &str = "ap-northeast-1a";
 const ZONE_B: &str = "ap-northeast-1b";
 const ZONE_C: &str = "ap-northeast-1c";
@@ -310,13 +313,7 @@ impl Sidecar {
 
     /// `n` GETs, each on a new connection.
     fn fresh_reads(&self, n: usize) -> usize {
-        (0..n)
-            .filter(|_| {
-                TcpStream::connect(("127.0.0.1", self.port))
-                    .ok()
-                    .is_some_and(|mut s| command(&mut s, &["GET", "k"]).is_ok())
-            })
-            .count()
+        reads_through(self.port, n)
     }
 }
 
@@ -736,16 +733,9 @@ fn signals_exit_status_and_start_up_errors() {
 
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_locality"))
-            .args([
-                "sidecar",
-                "--stats",
-                "off",
-                "--metrics",
-                "off",
-                "--zone",
-                ZONE_A,
-                "--run-dir",
-            ])
+            .arg("sidecar")
+            .args(NO_LISTENERS)
+            .args(["--zone", ZONE_A, "--run-dir"])
             .arg(dir.path().join("run"))
             .args(args)
             .output()
@@ -1580,17 +1570,9 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
     let ca_text = ca.display().to_string();
     // No name for IP addresses: refused, naming the flag (before: chain-only verification).
     let refused = Command::new(env!("CARGO_BIN_EXE_locality"))
-        .args([
-            "sidecar",
-            "--tls",
-            "--stats",
-            "off",
-            "--metrics",
-            "off",
-            "--zone",
-            ZONE_A,
-            "--map",
-        ])
+        .args(["sidecar", "--tls"])
+        .args(NO_LISTENERS)
+        .args(["--zone", ZONE_A, "--map"])
         .arg(&map)
         .arg("--run-dir")
         .arg(dir.path().join("refused"))
@@ -1660,27 +1642,15 @@ fn tls_to_the_nodes_verified_against_the_given_ca() {
         let port = free_port();
         let run = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_locality"));
-        cmd.args([
-            "sidecar",
-            "--tls",
-            "--tls-server-name",
-            name,
-            "--stats",
-            "off",
-            "--metrics",
-            "off",
-            "--zone",
-            ZONE_A,
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--map",
-        ])
-        .arg(&map)
-        .arg("--run-dir")
-        .arg(run.path())
-        .env_remove("LOCALITY_TLS_CA_FILE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        cmd.args(["sidecar", "--tls", "--tls-server-name", name])
+            .args(NO_LISTENERS)
+            .args(["--zone", ZONE_A, "--listen", &format!("127.0.0.1:{port}"), "--map"])
+            .arg(&map)
+            .arg("--run-dir")
+            .arg(run.path())
+            .env_remove("LOCALITY_TLS_CA_FILE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         if let Some(ca_file) = ca_file {
             cmd.env("LOCALITY_TLS_CA_FILE", ca_file);
         }
@@ -2872,13 +2842,7 @@ impl Prometheus {
 
     /// One HTTP/1.0 GET: status line, headers and body.
     fn get(&self, path: &str) -> String {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return String::new();
-        };
-        let _ = stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes());
-        let mut answer = String::new();
-        let _ = stream.read_to_string(&mut answer);
-        answer
+        http_get(self.port, path)
     }
 
     /// An instant query: each sample's labels (as `name="value"` text) and value.

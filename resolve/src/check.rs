@@ -58,6 +58,14 @@ pub fn ping(endpoint: &str, timeout: Duration, tls: Option<Tls<'_>>) -> Result<(
     probe(endpoint, timeout, tls).map(|_| ())
 }
 
+/// Whether `endpoint` accepts a TCP connection within `timeout` (nothing is sent).
+///
+/// # Errors
+/// As [`ping`]: `connection refused`, `no connection within 300 ms`, ...
+pub fn accepts(endpoint: &str, timeout: Duration) -> Result<(), String> {
+    connect(endpoint, timeout).map(drop)
+}
+
 /// TLS for a check: the name to verify an endpoint given as an IP address against (the
 /// endpoint's own host name always wins).
 #[derive(Debug, Clone, Copy, Default)]

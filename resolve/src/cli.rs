@@ -57,18 +57,11 @@ pub struct HealthArgs {
 
 /// `health`: PING through the listener (with `--listening`: a connection to it).
 pub fn health(args: &HealthArgs) -> ExitCode {
+    let listen = args.listen.to_string();
     let checked = if args.listening {
-        std::net::TcpStream::connect_timeout(&args.listen, args.timeout)
-            .map(drop)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
-                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-                    format!("no connection within {} ms", args.timeout.as_millis())
-                }
-                _ => e.to_string(),
-            })
+        crate::check::accepts(&listen, args.timeout)
     } else {
-        crate::check::ping(&args.listen.to_string(), args.timeout, None)
+        crate::check::ping(&listen, args.timeout, None)
     };
     match checked {
         Ok(()) => ExitCode::SUCCESS,
@@ -155,12 +148,12 @@ pub struct SidecarArgs {
     haproxy: PathBuf,
     /// HAProxy's statistics over HTTP (/stats, /stats;csv, /metrics for Prometheus), or "off".
     /// Unauthenticated and read-only: keep it on loopback (the default) or a private network.
-    #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8404", value_parser = parse_stats)]
-    stats: Stats,
+    #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8404", value_parser = parse_addr_or_off)]
+    stats: AddrOrOff,
     /// The sidecar's own metrics over HTTP (/metrics for Prometheus: the zone, the map's version,
     /// age and last read error, the route and why), or "off". Unauthenticated and read-only.
-    #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8405", value_parser = parse_stats)]
-    metrics: Stats,
+    #[arg(long, value_name = "ADDR:PORT|off", default_value = "127.0.0.1:8405", value_parser = parse_addr_or_off)]
+    metrics: AddrOrOff,
     /// A nameserver for the nodes' host names (repeatable); default: /etc/resolv.conf's.
     #[arg(long, value_name = "IP:PORT")]
     nameserver: Vec<std::net::SocketAddr>,
@@ -182,15 +175,15 @@ pub struct SidecarArgs {
 /// `--stats` and `--metrics`: an address or off.
 #[derive(Clone, Copy)]
 #[cfg_attr(not(unix), allow(dead_code))]
-struct Stats(Option<std::net::SocketAddr>);
+struct AddrOrOff(Option<std::net::SocketAddr>);
 
-fn parse_stats(value: &str) -> Result<Stats, String> {
+fn parse_addr_or_off(value: &str) -> Result<AddrOrOff, String> {
     if value == "off" {
-        return Ok(Stats(None));
+        return Ok(AddrOrOff(None));
     }
     value
         .parse()
-        .map(|addr| Stats(Some(addr)))
+        .map(|addr| AddrOrOff(Some(addr)))
         .map_err(|_| format!("{value:?} is neither ADDR:PORT (127.0.0.1:8405) nor off"))
 }
 

@@ -83,7 +83,7 @@ fn count(value: usize) -> i64 {
 
 /// A read error for the label: one line, at most [`MAX_ERROR_CHARS`] characters.
 fn error_text(problem: &str) -> String {
-    let line: String = problem.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let line = super::one_line(problem);
     match line.char_indices().nth(MAX_ERROR_CHARS) {
         Some((at, _)) => format!("{}…", &line[..at]),
         None => line,

@@ -483,7 +483,7 @@ fn header(options: &SidecarOptions, zone: Option<&Zone>, source: Option<ZoneSour
 }
 
 /// One line for the log: control characters (from remote text) become spaces.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
