@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """`locality resolve` wall time and metadata requests, for scripts/bench.
 
-Usage: bench_resolve.py LOCALITY_BINARY WORK_DIR   (prints one tab-separated row per case:
-name, median ms of 30, /bin/true median ms, most metadata requests of one run)
+Usage: bench_resolve.py WORK_DIR BINARY...   (prints one tab-separated row per binary and case:
+binary, name, median ms of 30, /bin/true median ms, most metadata requests of one run)
 
 The cases: the zone given (--zone) with a file map; the zone from a cached detection; a cold
 detection (a fresh cache directory each run) through a loopback IMDS that follows the IMDSv2
-contract (Python's http.server, counting requests).
+contract (Python's http.server, counting requests). Within a case the binaries and /bin/true run
+in turn, round after round, so that a noisy moment costs each of them alike.
 """
 import http.server, json, os, statistics, subprocess, sys, threading, time
-binary, work = sys.argv[1], sys.argv[2]
+work, binaries = sys.argv[1], sys.argv[2:]
 count = [0]
 class Imds(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
@@ -25,22 +26,33 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 map_path = os.path.join(work, "resolve-map.json")
 json.dump({"version": 1, "fallback": "reader.example:6379", "zones": {"ap-northeast-1a": "replica-a.example:6379"}}, open(map_path, "w"))
 env = {"PATH": os.environ.get("PATH", ""), "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
-def wall(args, fresh_cache=None):
-    times, requests = [], []
-    for i in range(30):
-        cache = os.path.join(work, f"resolve-cache-{fresh_cache}-{i}" if fresh_cache else "resolve-cache")
-        count[0] = 0
-        start = time.perf_counter()
-        out = subprocess.run(args + (["--cache-dir", cache] if args[0] == binary else []), env=env, capture_output=True)
-        times.append((time.perf_counter() - start) * 1000)
-        requests.append(count[0])
-        assert out.returncode == 0, out.stderr
-    return statistics.median(times), max(requests)
-true_ms, _ = wall(["/bin/true"])
-base = [binary, "resolve", "--map", map_path]
-given_ms, given_req = wall(base + ["--zone", "ap-northeast-1a"])
-subprocess.run(base + ["--cache-dir", os.path.join(work, "resolve-cache")], env=env, capture_output=True)  # warm the cache
-cached_ms, cached_req = wall(base)
-cold_ms, cold_req = wall(base, fresh_cache="cold")
-for name, ms, req in [("zone given (--zone), file map", given_ms, given_req), ("zone from the cache", cached_ms, cached_req), ("cold: loopback IMDSv2", cold_ms, cold_req)]:
-    print(f"{name}\t{ms:.2f}\t{true_ms:.2f}\t{req}")
+def cache_of(index, cold=None):
+    # Each binary its own cache: a cold run must find none, a warm one its own.
+    return os.path.join(work, f"resolve-cache-{index}-cold-{cold}" if cold is not None else f"resolve-cache-{index}")
+def run(args):
+    count[0] = 0
+    start = time.perf_counter()
+    out = subprocess.run(args, env=env, capture_output=True)
+    ms = (time.perf_counter() - start) * 1000
+    assert out.returncode == 0, out.stderr
+    return ms, count[0]
+def case(extra, cold=False):
+    """Median ms and most requests per binary, with /bin/true's median, over 30 rounds."""
+    times = {i: [] for i in range(-1, len(binaries))}
+    requests = {i: [] for i in range(len(binaries))}
+    for r in range(30):
+        times[-1].append(run(["/bin/true"])[0])
+        for i, binary in enumerate(binaries):
+            cache = cache_of(i, r if cold else None)
+            ms, req = run([binary, "resolve", "--map", map_path] + extra + ["--cache-dir", cache])
+            times[i].append(ms); requests[i].append(req)
+    true_ms = statistics.median(times[-1])
+    return [(statistics.median(times[i]), true_ms, max(requests[i])) for i in range(len(binaries))]
+given = case(["--zone", "ap-northeast-1a"])
+for i, binary in enumerate(binaries):  # warm each binary's cache
+    run([binary, "resolve", "--map", map_path, "--cache-dir", cache_of(i)])
+cached = case([])
+cold = case([], cold=True)
+for name, results in [("zone given (--zone), file map", given), ("zone from the cache", cached), ("cold: loopback IMDSv2", cold)]:
+    for binary, (ms, true_ms, req) in zip(binaries, results):
+        print(f"{binary}\t{name}\t{ms:.2f}\t{true_ms:.2f}\t{req}")
