@@ -155,6 +155,7 @@ fn resolve(data: &[u8]) {
                 user: None,
                 nameservers: Vec::new(),
                 check_timeout: std::time::Duration::from_millis(300),
+                max_connections: 490,
                 comments: Vec::new(),
             };
             let config = locality_resolve::sidecar::haproxy::render(&layout, &settings);

@@ -2200,6 +2200,7 @@ fn no_remote_text_reaches_the_configuration() {
             // HAProxy's own resolvers on a closed port: `haproxy -c` never asks a real one.
             nameservers: vec!["127.0.0.1:1".parse().unwrap()],
             check_timeout: Duration::from_millis(300),
+            max_connections: haproxy::max_connections_for(1024),
             comments: Vec::new(),
         };
         let clean = haproxy::render(

@@ -72,6 +72,65 @@ pub async fn missing_profile(
     ))
 }
 
+/// The shared files the SDK reads when none are named, each with what named it:
+/// `AWS_CONFIG_FILE` (else `~/.aws/config`, from `HOME`) and `AWS_SHARED_CREDENTIALS_FILE`
+/// (else `~/.aws/credentials`).
+pub fn default_shared_files() -> Vec<(String, std::path::PathBuf)> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    let expand = |value: &std::ffi::OsStr| -> std::path::PathBuf {
+        let text = value.to_string_lossy();
+        match (text.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => std::path::Path::new(home).join(rest),
+            _ => std::path::PathBuf::from(value),
+        }
+    };
+    let mut files = Vec::new();
+    for (variable, default) in [
+        ("AWS_CONFIG_FILE", "config"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
+    ] {
+        match std::env::var_os(variable).filter(|v| !v.is_empty()) {
+            Some(value) => files.push((variable.to_string(), expand(&value))),
+            None => {
+                if let Some(home) = &home {
+                    files.push((
+                        format!("HOME (~/.aws/{default})"),
+                        std::path::Path::new(home).join(".aws").join(default),
+                    ));
+                }
+            }
+        }
+    }
+    files
+}
+
+/// Running as root, why the shared AWS files (`files`: what named each, and its path) must
+/// not be read: one that another user owns, could write, or could have put in the way (a
+/// directory or link of theirs). Such a file's `credential_process` would run as root, and its
+/// `endpoint_url` or `role_arn` would steer root's requests. `None` when not root, or when every
+/// file is root's or this user's and closed to others (a missing file is fine).
+#[cfg(unix)]
+pub fn shared_files_refused(files: &[(String, std::path::PathBuf)]) -> Option<String> {
+    if !crate::trusted::is_root() {
+        return None;
+    }
+    for (variable, path) in files {
+        let problem = match crate::trusted::open_file(path, false) {
+            Ok((file, _)) => crate::trusted::untrusted_file(&file, path),
+            // Missing or unreadable: the SDK says so, if it matters.
+            Err(e) if matches!(e.refusal, crate::trusted::Refusal::Io(_)) => None,
+            Err(e) => Some(e.problem),
+        };
+        if let Some(problem) = problem {
+            return Some(format!(
+                "the shared AWS file {} (from {variable}) is refused: {problem}. Running as root, a shared config or credentials file must be owned by root or this user and not writable by others (its credential_process would run as root); fix its owner and mode, or point {variable} at one that is",
+                path.display()
+            ));
+        }
+    }
+    None
+}
+
 /// `{what}: {cause}` for an SDK error.
 pub fn describe<E, R>(what: &str, error: &SdkError<E, R>) -> String
 where
@@ -79,6 +138,46 @@ where
     R: std::fmt::Debug + 'static,
 {
     format!("{what}: {}", cause(error))
+}
+
+/// One word for an SDK error, for a metrics label (no remote text but the error code, cut to
+/// letters, digits, `_`, `.` and `-`): the service's error code (`AccessDeniedException`,
+/// `ParameterNotFound`), else `timeout`, `credentials`, `unreachable`, `bad_response` or
+/// `aws_error`.
+pub fn class<E, R>(error: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + Error + 'static,
+    R: std::fmt::Debug + 'static,
+{
+    let credentials = || {
+        let mut next: Option<&(dyn Error + 'static)> = Some(error);
+        while let Some(e) = next {
+            if e.is::<aws_credential_types::provider::error::CredentialsError>() {
+                return true;
+            }
+            next = e.source();
+        }
+        false
+    };
+    match error {
+        SdkError::ServiceError(service) => service
+            .err()
+            .code()
+            .map(|code| {
+                code.chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+                    .take(64)
+                    .collect::<String>()
+            })
+            .filter(|code| !code.is_empty())
+            .unwrap_or_else(|| "service_error".into()),
+        SdkError::TimeoutError(_) => "timeout".into(),
+        _ if credentials() => "credentials".into(),
+        SdkError::DispatchFailure(failure) if failure.is_timeout() => "timeout".into(),
+        SdkError::DispatchFailure(failure) if failure.is_io() => "unreachable".into(),
+        SdkError::ResponseError(_) => "bad_response".into(),
+        _ => "aws_error".into(),
+    }
 }
 
 /// The cause of an SDK error, without the raw response.
@@ -153,25 +252,43 @@ fn credentials_problem(error: &aws_credential_types::provider::error::Credential
 /// roles and web identity, SSO). A signed request carries the session token and the payload (a
 /// secret's value); a token request carries the web identity token. Give it to the config
 /// loader (`http_client`).
+///
+/// `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` are honoured as usual, except for endpoints on
+/// this host: a request to a loopback or link-local address (IMDS, the ECS and EKS Pod Identity
+/// credential endpoints, with `AWS_CONTAINER_AUTHORIZATION_TOKEN`) never goes through a proxy,
+/// as the AWS SDKs do for their metadata endpoints.
 pub fn guarded_http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
-    use aws_smithy_http_client::{proxy::ProxyConfig, tls, ConnectorBuilder};
-    // What the SDK builds by default (rustls with aws-lc, HTTP(S)_PROXY / NO_PROXY honoured),
-    // with the guard in front.
-    let inner = aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
+    use aws_smithy_http_client::proxy::ProxyConfig;
+    aws_smithy_runtime_api::client::http::SharedHttpClient::new(GuardedClient {
+        proxied: https_client(ProxyConfig::from_env()),
+        direct: https_client(ProxyConfig::disabled()),
+    })
+}
+
+/// What the SDK builds by default (rustls with aws-lc), with this proxy configuration.
+fn https_client(
+    proxy: aws_smithy_http_client::proxy::ProxyConfig,
+) -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    use aws_smithy_http_client::{tls, ConnectorBuilder};
+    aws_smithy_http_client::Builder::new().build_with_connector_fn(move |settings, components| {
         let mut connector =
             ConnectorBuilder::default().tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::AwsLc));
         connector.set_connector_settings(settings.cloned());
         if let Some(components) = components {
             connector.set_sleep_impl(components.sleep_impl());
         }
-        connector.set_proxy_config(Some(ProxyConfig::from_env()));
+        connector.set_proxy_config(Some(proxy.clone()));
         connector.build()
-    });
-    aws_smithy_runtime_api::client::http::SharedHttpClient::new(GuardedClient(inner))
+    })
 }
 
 #[derive(Debug)]
-struct GuardedClient(aws_smithy_runtime_api::client::http::SharedHttpClient);
+struct GuardedClient {
+    /// Through the environment's proxy, if any.
+    proxied: aws_smithy_runtime_api::client::http::SharedHttpClient,
+    /// Never through a proxy: for endpoints on this host.
+    direct: aws_smithy_runtime_api::client::http::SharedHttpClient,
+}
 
 impl aws_smithy_runtime_api::client::http::HttpClient for GuardedClient {
     fn http_connector(
@@ -179,14 +296,18 @@ impl aws_smithy_runtime_api::client::http::HttpClient for GuardedClient {
         settings: &aws_smithy_runtime_api::client::http::HttpConnectorSettings,
         components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
     ) -> aws_smithy_runtime_api::client::http::SharedHttpConnector {
-        aws_smithy_runtime_api::client::http::SharedHttpConnector::new(GuardedConnector(
-            self.0.http_connector(settings, components),
-        ))
+        aws_smithy_runtime_api::client::http::SharedHttpConnector::new(GuardedConnector {
+            proxied: self.proxied.http_connector(settings, components),
+            direct: self.direct.http_connector(settings, components),
+        })
     }
 }
 
 #[derive(Debug)]
-struct GuardedConnector(aws_smithy_runtime_api::client::http::SharedHttpConnector);
+struct GuardedConnector {
+    proxied: aws_smithy_runtime_api::client::http::SharedHttpConnector,
+    direct: aws_smithy_runtime_api::client::http::SharedHttpConnector,
+}
 
 impl aws_smithy_runtime_api::client::http::HttpConnector for GuardedConnector {
     fn call(
@@ -197,7 +318,12 @@ impl aws_smithy_runtime_api::client::http::HttpConnector for GuardedConnector {
             Ok(()) => {
                 // A failure before an answer names the endpoint it could not reach.
                 let endpoint = endpoint_of(request.uri());
-                let call = self.0.call(request);
+                let connector = if on_this_host(request.uri()) {
+                    &self.direct
+                } else {
+                    &self.proxied
+                };
+                let call = connector.call(request);
                 aws_smithy_runtime_api::client::http::HttpConnectorFuture::new(async move {
                     call.await.map_err(|e| at_endpoint(e, endpoint))
                 })
@@ -264,21 +390,7 @@ pub fn check_endpoint_uri(uri: &str) -> Result<(), String> {
     let (scheme, rest) = uri.split_once("://").unwrap_or(("", uri));
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(inner) = host_port.strip_prefix('[') {
-        inner.split(']').next().unwrap_or_default()
-    } else {
-        host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
-    };
-    // Loopback, and link-local: IMDS (169.254.169.254, fd00:ec2::254 is its IPv6 address) and
-    // the container credential endpoints (169.254.170.2, 169.254.170.23) speak plain http by
-    // design, and a link-local address never leaves the host's link.
-    let imds_v6 = std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
-    let on_this_host = host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| match ip {
-            std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local(),
-            std::net::IpAddr::V6(v6) => v6.is_loopback() || (v6.segments()[0] & 0xffc0) == 0xfe80 || v6 == imds_v6,
-        });
-    if scheme.eq_ignore_ascii_case("https") || on_this_host {
+    if scheme.eq_ignore_ascii_case("https") || on_this_host(uri) {
         return Ok(());
     }
     Err(format!(
@@ -288,9 +400,32 @@ pub fn check_endpoint_uri(uri: &str) -> Result<(), String> {
     ))
 }
 
+/// Whether a request URI's host is on this host: `localhost`, a loopback address, or a
+/// link-local one (IMDS: 169.254.169.254 and fd00:ec2::254; the container credential endpoints
+/// 169.254.170.2 and 169.254.170.23) — reached directly, never through a proxy.
+pub fn on_this_host(uri: &str) -> bool {
+    let rest = uri.split_once("://").map_or(uri, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(inner) = host_port.strip_prefix('[') {
+        inner.split(']').next().unwrap_or_default()
+    } else {
+        host_port.rsplit_once(':').map_or(host_port, |(h, _)| h)
+    };
+    // Loopback, and link-local: IMDS (169.254.169.254, fd00:ec2::254 is its IPv6 address) and
+    // the container credential endpoints (169.254.170.2, 169.254.170.23) speak plain http by
+    // design, and a link-local address never leaves the host's link.
+    let imds_v6 = std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| match ip {
+            std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local(),
+            std::net::IpAddr::V6(v6) => v6.is_loopback() || (v6.segments()[0] & 0xffc0) == 0xfe80 || v6 == imds_v6,
+        })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::check_endpoint_uri;
+    use super::{check_endpoint_uri, on_this_host};
 
     #[test]
     fn https_or_loopback() {
@@ -304,6 +439,21 @@ mod tests {
         }
         assert!(check_endpoint_uri("http://169.254.169.254/latest/api/token").is_ok());
         assert!(check_endpoint_uri("http://[fd00:ec2::254]/latest").is_ok());
+        // Those go direct, never through a proxy; anything else may.
+        for direct in [
+            "http://169.254.170.2/v2/credentials/x",
+            "http://169.254.170.23/v1/credentials",
+            "http://169.254.169.254/latest/api/token",
+            "http://[fd00:ec2::254]/latest",
+            "http://127.0.0.1:9/creds",
+            "http://localhost:9/creds",
+            "https://user@[::1]:443/",
+        ] {
+            assert!(on_this_host(direct), "{direct}");
+        }
+        for proxied in ["https://ssm.ap-northeast-1.amazonaws.com/", "https://169.254.170.2.evil.example/"] {
+            assert!(!on_this_host(proxied), "{proxied}");
+        }
         for bad in [
             "http://0.0.0.0:1/",
             "http://10.0.0.1:80/",

@@ -5,10 +5,17 @@
 //! map entry points at a node of another zone. With TLS (ElastiCache in-transit encryption) the
 //! handshake comes first. The whole check — name lookup included — runs within one time limit,
 //! on a thread of its own.
+//!
+//! A node may be hostile or broken (one that dribbles its reply a byte at a time): every read
+//! and write of a probe waits at most until the probe's absolute deadline, after which the
+//! socket is closed; a probe reads at most [`MAX_PROBE_BYTES`] from the socket; at most
+//! [`MAX_RUNNING_PROBES`] probes run at once in a process, and an endpoint whose last probe is
+//! still running (a name lookup that hangs) is not probed again until it ends.
 
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::zone::{is_zone_id, is_zone_name, Zone};
@@ -19,6 +26,93 @@ const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
 const INFO_SERVER: &[u8] = b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n";
 /// The most of an `INFO server` reply that is read (it is about 1.5 kB).
 const INFO_LIMIT: usize = 64 * 1024;
+
+/// The most bytes one probe reads from its socket (a `PING` reply, an `INFO server` reply of
+/// at most [`INFO_LIMIT`], and a TLS handshake's certificates).
+pub const MAX_PROBE_BYTES: usize = 192 * 1024;
+/// The most probes running at once in this process; one more is refused at once.
+pub const MAX_RUNNING_PROBES: usize = 64;
+
+/// The endpoints being probed now (a probe's thread removes its own when it ends).
+static RUNNING: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// A place among the running probes, for one endpoint, given back when dropped.
+struct Running(String);
+
+impl Running {
+    /// A place for `endpoint`, unless its last probe is still running or
+    /// [`MAX_RUNNING_PROBES`] are.
+    fn take(endpoint: &str) -> Result<Running, String> {
+        let mut running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let set = running.get_or_insert_with(HashSet::new);
+        if set.contains(endpoint) {
+            return Err("its last probe is still running (not started again)".into());
+        }
+        if set.len() >= MAX_RUNNING_PROBES {
+            return Err(format!(
+                "{MAX_RUNNING_PROBES} probes are still running (not started)"
+            ));
+        }
+        set.insert(endpoint.to_string());
+        Ok(Running(endpoint.to_string()))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(set) = running.as_mut() {
+            set.remove(&self.0);
+        }
+    }
+}
+
+/// A connection whose every read and write ends by `deadline` (then `TimedOut`, and the
+/// socket is closed when dropped), reading at most `budget` bytes in all.
+struct Deadlined {
+    stream: TcpStream,
+    deadline: Instant,
+    budget: usize,
+}
+
+impl Deadlined {
+    /// The time left, or `TimedOut` once the deadline has passed.
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.budget == 0 {
+            return Err(std::io::Error::other(format!(
+                "the reply is longer than {MAX_PROBE_BYTES} bytes"
+            )));
+        }
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        let at_most = buf.len().min(self.budget);
+        let n = self.stream.read(&mut buf[..at_most])?;
+        self.budget -= n;
+        Ok(n)
+    }
+}
+
+impl Write for Deadlined {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
 
 /// What a node said about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,14 +204,20 @@ pub fn probe(endpoint: &str, timeout: Duration, tls: Option<Tls<'_>>) -> Result<
         Some(tls) => Some(tls_server_name(endpoint, tls.server_name)?),
         None => None,
     };
+    let running = Running::take(endpoint)?;
     let (tx, rx) = mpsc::channel();
     let target = endpoint.to_string();
     let started = Instant::now();
-    std::thread::spawn(move || {
+    let deadline = started + timeout;
+    let spawned = std::thread::Builder::new().name("probe".into()).spawn(move || {
         // The PING's outcome first (so a slow INFO cannot turn an alive node into a dead one),
         // then the zone if it comes in time.
-        probe_blocking(&target, timeout, tls, &tx);
+        probe_blocking(&target, deadline, timeout, tls, &tx);
+        drop(running);
     });
+    if let Err(e) = spawned {
+        return Err(format!("the probe could not start ({e})"));
+    }
     match rx.recv_timeout(timeout) {
         Ok(Err(problem)) => Err(problem),
         Ok(Ok(None)) => {
@@ -135,9 +235,13 @@ pub fn probe(endpoint: &str, timeout: Duration, tls: Option<Tls<'_>>) -> Result<
 /// Sends `Ok(None)` once the node answered the PING, then `Ok(Some(probe))`; or one `Err`.
 type Report = mpsc::Sender<Result<Option<Probe>, String>>;
 
-fn probe_blocking(endpoint: &str, timeout: Duration, tls: Option<String>, report: &Report) {
+fn probe_blocking(endpoint: &str, deadline: Instant, timeout: Duration, tls: Option<String>, report: &Report) {
     let stream = match connect(endpoint, timeout) {
-        Ok(stream) => stream,
+        Ok(stream) => Deadlined {
+            stream,
+            deadline,
+            budget: MAX_PROBE_BYTES,
+        },
         Err(problem) => {
             let _ = report.send(Err(problem));
             return;
@@ -251,11 +355,49 @@ fn read_line(stream: &mut impl Read, line: &mut Vec<u8>, limit: usize) -> std::i
     }
 }
 
+/// The largest CA file read (bytes).
+pub const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The CA file `LOCALITY_TLS_CA_FILE` names (`None` when unset or empty): its path, its bytes,
+/// and warnings. It decides which nodes are believed, so it is opened as the map is (Unix:
+/// [`crate::trusted::open_checked`]): running as root, one that another user could have put
+/// there is refused.
+///
+/// # Errors
+/// It cannot be read, is not a regular file, is larger than [`MAX_CA_FILE_BYTES`], or (as
+/// root) another user could have put it there; the sentence names the variable and the file.
+pub fn extra_ca_file() -> Result<Option<(std::path::PathBuf, Vec<u8>, Vec<String>)>, String> {
+    let Some(path) = std::env::var_os("LOCALITY_TLS_CA_FILE").filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let path = std::path::PathBuf::from(path);
+    let named = |problem: String| format!("LOCALITY_TLS_CA_FILE: {problem}");
+    #[cfg(unix)]
+    let (file, notes) =
+        crate::trusted::open_checked(&path, "the CA file (LOCALITY_TLS_CA_FILE)").map_err(|e| named(e.problem))?;
+    #[cfg(not(unix))]
+    let (file, notes) = (
+        std::fs::File::open(&path).map_err(|e| named(format!("{} cannot be read ({e})", path.display())))?,
+        Vec::new(),
+    );
+    let mut bytes = Vec::new();
+    file.take(MAX_CA_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| named(format!("{} cannot be read ({e})", path.display())))?;
+    if bytes.len() as u64 > MAX_CA_FILE_BYTES {
+        return Err(named(format!(
+            "{} is larger than {MAX_CA_FILE_BYTES} bytes",
+            path.display()
+        )));
+    }
+    Ok(Some((path, bytes, notes)))
+}
+
 #[cfg(feature = "tls")]
 fn tls_connect(
     name: &str,
-    stream: TcpStream,
-) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, String> {
+    stream: Deadlined,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, Deadlined>, String> {
     use std::sync::Arc;
     let host = name.to_string();
     let mut roots = rustls::RootCertStore::empty();
@@ -263,11 +405,9 @@ fn tls_connect(
     for cert in found.certs {
         let _ = roots.add(cert);
     }
-    if let Some(path) = std::env::var_os("LOCALITY_TLS_CA_FILE") {
+    if let Some((_, pem, _)) = extra_ca_file()? {
         use rustls::pki_types::pem::PemObject;
-        let certs = rustls::pki_types::CertificateDer::pem_file_iter(&path)
-            .map_err(|e| format!("LOCALITY_TLS_CA_FILE cannot be read ({e})"))?;
-        for cert in certs.flatten() {
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem).flatten() {
             let _ = roots.add(cert);
         }
     }
@@ -283,7 +423,7 @@ fn tls_connect(
 }
 
 #[cfg(not(feature = "tls"))]
-fn tls_connect(_name: &str, _stream: TcpStream) -> Result<TcpStream, String> {
+fn tls_connect(_name: &str, _stream: Deadlined) -> Result<Deadlined, String> {
     Err("this build has no TLS (the `tls` feature of locality-resolve)".into())
 }
 

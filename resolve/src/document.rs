@@ -43,6 +43,18 @@ pub enum DocumentError {
     TooLarge,
 }
 
+impl DocumentError {
+    /// One word for metrics: `not_a_map`, `unsupported_version`, `invalid_map`, `too_large`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            DocumentError::NotJson(_) => "not_a_map",
+            DocumentError::Version(_) => "unsupported_version",
+            DocumentError::NoFallback | DocumentError::Invalid(_) => "invalid_map",
+            DocumentError::TooLarge => "too_large",
+        }
+    }
+}
+
 /// `object[field]` as entries whose keys pass `key_ok` and whose values `value` converts; a
 /// field that is absent is empty, and anything else is [`DocumentError::Invalid`] naming it.
 fn entries<T>(

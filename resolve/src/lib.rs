@@ -222,7 +222,9 @@ pub fn shell_quote(value: &str) -> String {
 /// The map, read from its source within `options.map_timeout` and parsed, with warnings from
 /// the way (a map file others could write); `Err` says why not.
 pub(crate) fn read_map(options: &Options) -> Result<(ReplicaMap, Vec<String>), String> {
-    read_map_versioned(options).map(|(map, notes, ..)| (map, notes))
+    read_map_versioned(options)
+        .map(|(map, notes, ..)| (map, notes))
+        .map_err(|e| e.message)
 }
 
 /// [`read_map`], and what the source says of the map's version, with a digest of its text
@@ -230,12 +232,12 @@ pub(crate) fn read_map(options: &Options) -> Result<(ReplicaMap, Vec<String>), S
 #[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn read_map_versioned(
     options: &Options,
-) -> Result<(ReplicaMap, Vec<String>, source::MapVersion, String), String> {
-    let (text, notes, version) = options.map.read_versioned(options.map_timeout)?;
+) -> Result<(ReplicaMap, Vec<String>, source::MapVersion, String), source::ReadError> {
+    let (text, notes, version) = options.map.read_classified(options.map_timeout)?;
     let digest = format!("{:016x}", document::stable_hash(&text));
     ReplicaMap::parse(&text)
         .map(|map| (map, notes, version, digest))
-        .map_err(|e| e.to_string())
+        .map_err(|e| source::ReadError::new(e.class(), e.to_string()))
 }
 
 /// No endpoint at all: the map could not be read and no fallback was given.

@@ -20,6 +20,37 @@ pub struct MapVersion {
     pub modified: Option<SystemTime>,
 }
 
+/// Why a map could not be read: the sentence (for the log and messages) and its class, one
+/// word with no remote text but an AWS error code (for metrics labels, which an
+/// unauthenticated listener serves): `not_found`, `permission_denied`, `untrusted_file`,
+/// `not_regular_file`, `too_large`, `not_utf8`, `io_error`, `not_a_map`, `invalid_map`,
+/// `unsupported_version`, `timeout`, `credentials`, `no_region`, `profile_not_found`,
+/// `unreachable`, `no_value`, an AWS error code (`AccessDeniedException`,
+/// `ParameterNotFound`, …), `aws_error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// The sentence.
+    pub message: String,
+    /// The class.
+    pub class: String,
+}
+
+impl ReadError {
+    /// A read error of `class`.
+    pub fn new(class: impl Into<String>, message: impl Into<String>) -> ReadError {
+        ReadError {
+            message: message.into(),
+            class: class.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// A map source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MapSource {
@@ -113,6 +144,14 @@ impl MapSource {
     /// # Errors
     /// As [`MapSource::read`].
     pub fn read_versioned(&self, timeout: Duration) -> Result<(String, Vec<String>, MapVersion), String> {
+        self.read_classified(timeout).map_err(|e| e.message)
+    }
+
+    /// [`MapSource::read_versioned`], with the error's class ([`ReadError`]).
+    ///
+    /// # Errors
+    /// As [`MapSource::read`], classified.
+    pub fn read_classified(&self, timeout: Duration) -> Result<(String, Vec<String>, MapVersion), ReadError> {
         match self {
             MapSource::File(path) => read_file(path),
             #[cfg(feature = "aws")]
@@ -122,17 +161,17 @@ impl MapSource {
             #[cfg(not(feature = "aws"))]
             _ => {
                 let _ = timeout;
-                Err(
-                    "this build reads files only (the `aws` feature of locality-resolve reads SSM and Secrets Manager)"
-                        .into(),
-                )
+                Err(ReadError::new(
+                    "unsupported_source",
+                    "this build reads files only (the `aws` feature of locality-resolve reads SSM and Secrets Manager)",
+                ))
             }
         }
     }
 }
 
 /// An I/O error as a reader of a message expects it: "no such file", "permission denied".
-fn io_problem(e: &std::io::Error) -> String {
+pub(crate) fn io_problem(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
@@ -142,36 +181,52 @@ fn io_problem(e: &std::io::Error) -> String {
     }
 }
 
-fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>, MapVersion), String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("{} cannot be read ({})", path.display(), io_problem(&e)))?;
-    #[cfg_attr(not(unix), allow(unused_mut))]
-    let mut notes = Vec::new();
-    #[cfg(unix)]
-    if let Some(problem) = crate::trusted::untrusted_file(&file, path) {
-        if crate::trusted::is_root() {
-            return Err(format!(
-                "{problem}: running as root, the map is read only from a file owned by root or this user that others cannot write"
-            ));
-        }
-        notes.push(format!(
-            "{problem}: another user could change where reads go (make it owned by root or this user, not writable by others)"
+/// Opens the map file: on Unix, as [`crate::trusted::open_checked`] opens a file that steers
+/// where reads go (refused as root when another user could have put it there, a warning
+/// otherwise).
+#[cfg(unix)]
+fn open_map_file(path: &std::path::Path) -> Result<(std::fs::File, Vec<String>), ReadError> {
+    crate::trusted::open_checked(path, "the map").map_err(|e| ReadError::new(e.class(), e.problem))
+}
+
+#[cfg(not(unix))]
+fn open_map_file(path: &std::path::Path) -> Result<(std::fs::File, Vec<String>), ReadError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| ReadError::new(io_class(&e), format!("{} cannot be read ({})", path.display(), io_problem(&e))))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(ReadError::new(
+            "not_regular_file",
+            format!("{} cannot be read (it is a directory)", path.display()),
         ));
     }
-    let metadata = file.metadata().ok();
-    if metadata.as_ref().is_some_and(std::fs::Metadata::is_dir) {
-        return Err(format!("{} cannot be read (it is a directory)", path.display()));
+    Ok((file, Vec::new()))
+}
+
+/// The class of an I/O error.
+fn io_class(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "not_found",
+        std::io::ErrorKind::PermissionDenied => "permission_denied",
+        std::io::ErrorKind::InvalidData => "not_utf8",
+        _ => "io_error",
     }
+}
+
+fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>, MapVersion), ReadError> {
+    let (file, notes) = open_map_file(path)?;
     let version = MapVersion {
         version: None,
-        modified: metadata.and_then(|m| m.modified().ok()),
+        modified: file.metadata().ok().and_then(|m| m.modified().ok()),
     };
     let mut text = String::new();
     file.take(MAX_MAP_BYTES as u64 + 1)
         .read_to_string(&mut text)
-        .map_err(|e| format!("{} cannot be read ({})", path.display(), io_problem(&e)))?;
+        .map_err(|e| ReadError::new(io_class(&e), format!("{} cannot be read ({})", path.display(), io_problem(&e))))?;
     if text.len() > MAX_MAP_BYTES {
-        return Err(format!("{} is larger than {MAX_MAP_BYTES} bytes", path.display()));
+        return Err(ReadError::new(
+            "too_large",
+            format!("{} is larger than {MAX_MAP_BYTES} bytes", path.display()),
+        ));
     }
     Ok((text, notes, version))
 }
@@ -197,7 +252,7 @@ pub fn under_key(secret: &str, key: &str) -> Result<String, String> {
 
 #[cfg(feature = "aws")]
 mod aws {
-    use super::{under_key, MapSource, MapVersion};
+    use super::{under_key, MapSource, MapVersion, ReadError};
     use std::time::{Duration, SystemTime};
 
     /// An AWS timestamp (seconds since the epoch) as a system time; `None` before the epoch.
@@ -206,25 +261,45 @@ mod aws {
         SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(seconds))
     }
 
-    pub(super) fn read(source: &MapSource, timeout: Duration) -> Result<(String, MapVersion), String> {
+    pub(super) fn read(source: &MapSource, timeout: Duration) -> Result<(String, MapVersion), ReadError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("no runtime ({e})"))?;
+            .map_err(|e| ReadError::new("io_error", format!("no runtime ({e})")))?;
         runtime.block_on(async {
             match tokio::time::timeout(timeout, fetch(source)).await {
                 Ok(result) => result,
-                Err(_) => Err(format!("no answer from AWS within {} s", timeout.as_secs_f32())),
+                Err(_) => Err(ReadError::new(
+                    "timeout",
+                    format!("no answer from AWS within {} s", timeout.as_secs_f32()),
+                )),
             }
         })
     }
 
-    async fn fetch(source: &MapSource) -> Result<(String, MapVersion), String> {
-        use crate::aws_error::{chain, describe, NO_REGION};
+    /// A failed call: the sentence and the class of the SDK's error.
+    fn failed<E, R>(what: &str, error: &aws_sdk_ssm::error::SdkError<E, R>) -> ReadError
+    where
+        E: aws_sdk_ssm::error::ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug + 'static,
+    {
+        ReadError::new(
+            crate::aws_error::class(error),
+            crate::aws_error::describe(what, error),
+        )
+    }
+
+    async fn fetch(source: &MapSource) -> Result<(String, MapVersion), ReadError> {
+        use crate::aws_error::{chain, NO_REGION};
+        // Running as root, shared files another user could have written are not read at all.
+        #[cfg(unix)]
+        if let Some(problem) = crate::aws_error::shared_files_refused(&crate::aws_error::default_shared_files()) {
+            return Err(ReadError::new("untrusted_file", problem));
+        }
         // A profile the shared files do not hold: said as such, not as the next source's failure.
         if let Some(profile) = crate::aws_error::env_profile() {
             if let Some(problem) = crate::aws_error::missing_profile(&profile, true, None).await {
-                return Err(problem);
+                return Err(ReadError::new("profile_not_found", problem));
             }
         }
         // Every request, the credential providers' too, through the https-or-loopback guard.
@@ -234,12 +309,18 @@ mod aws {
             .await;
         // Said before any request, as the provider says them (no request could be sent).
         if config.region().is_none() {
-            return Err(NO_REGION.to_string());
+            return Err(ReadError::new("no_region", NO_REGION));
         }
         if let Some(credentials) = config.credentials_provider() {
+            use aws_credential_types::provider::error::CredentialsError;
             use aws_credential_types::provider::ProvideCredentials as _;
             if let Err(e) = credentials.provide_credentials().await {
-                return Err(chain(&e));
+                let kind = if matches!(e, CredentialsError::ProviderTimedOut(_)) {
+                    "timeout"
+                } else {
+                    "credentials"
+                };
+                return Err(ReadError::new(kind, chain(&e)));
             }
         }
         match source {
@@ -251,18 +332,14 @@ mod aws {
                     .with_decryption(true)
                     .send()
                     .await
-                    .map_err(|e| describe(&format!("ssm:GetParameter of {name:?}"), &e))?;
-                let parameter = out
-                    .parameter
-                    .ok_or_else(|| format!("SSM parameter {name} has no value"))?;
+                    .map_err(|e| failed(&format!("ssm:GetParameter of {name:?}"), &e))?;
+                let no_value = || ReadError::new("no_value", format!("SSM parameter {name} has no value"));
+                let parameter = out.parameter.ok_or_else(no_value)?;
                 let version = MapVersion {
                     version: Some(parameter.version.to_string()),
                     modified: parameter.last_modified_date.and_then(|date| system_time(date.secs())),
                 };
-                parameter
-                    .value
-                    .map(|text| (text, version))
-                    .ok_or_else(|| format!("SSM parameter {name} has no value"))
+                parameter.value.map(|text| (text, version)).ok_or_else(no_value)
             }
             MapSource::SecretsManager { id, key } => {
                 let client = aws_sdk_secretsmanager::Client::new(&config);
@@ -271,18 +348,18 @@ mod aws {
                     .secret_id(id)
                     .send()
                     .await
-                    .map_err(|e| describe(&format!("secretsmanager:GetSecretValue of {id:?}"), &e))?;
+                    .map_err(|e| failed(&format!("secretsmanager:GetSecretValue of {id:?}"), &e))?;
                 let version = MapVersion {
                     version: out.version_id.clone(),
                     modified: out.created_date.and_then(|date| system_time(date.secs())),
                 };
                 let text = out
                     .secret_string
-                    .ok_or_else(|| format!("secret {id} has no string value"))?;
+                    .ok_or_else(|| ReadError::new("no_value", format!("secret {id} has no string value")))?;
                 match key {
                     Some(key) => under_key(&text, key)
                         .map(|text| (text, version))
-                        .map_err(|e| format!("secret {id}: {e}")),
+                        .map_err(|e| ReadError::new("not_a_map", format!("secret {id}: {e}"))),
                     None => Ok((text, version)),
                 }
             }

@@ -108,43 +108,85 @@ fn open_dir_at(parent: BorrowedFd<'_>, name: &OsStr) -> rustix::io::Result<Owned
     )
 }
 
-impl TrustedDir {
-    /// Opens `path` (relative paths are taken from the current directory), creating what is
-    /// missing with mode 0700 when `create` is set. Nothing that exists is changed.
-    ///
-    /// # Errors
-    /// One sentence naming the directory on the way that cannot be trusted, and why.
-    pub fn open(path: &Path, create: bool) -> Result<TrustedDir, String> {
-        let absolute = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            std::env::current_dir()
-                .map_err(|e| format!("the current directory cannot be read ({e})"))?
-                .join(path)
-        };
-        let io = |at: &Path, e: rustix::io::Errno| format!("{}: {}", at.display(), std::io::Error::from(e));
-        let mut pending: Vec<std::ffi::OsString> = Vec::new();
-        let mut links = 0;
-        // Components still to walk, last first (so that a link's target can be pushed on).
-        push_components(&mut pending, &absolute);
-        let mut fd = open_root()?;
-        let mut at = PathBuf::from("/");
-        judge(
-            &rustix::fs::fstat(&fd).map_err(|e| io(&at, e))?,
-            &at,
-            pending.is_empty(),
-        )?;
-        while let Some(name) = pending.pop() {
-            let last = pending.is_empty();
-            if name == ".." {
-                fd = open_dir_at(fd.as_fd(), OsStr::new("..")).map_err(|e| io(&at, e))?;
-                at.pop();
-                judge(&rustix::fs::fstat(&fd).map_err(|e| io(&at, e))?, &at, last)?;
-                continue;
+/// A directory on the way to a file: opened for search only where the system can (Linux
+/// `O_PATH`), so that a directory this user may pass through but not list is no obstacle.
+fn search_dir_at(parent: BorrowedFd<'_>, name: &OsStr) -> rustix::io::Result<OwnedFd> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let read = OFlags::PATH;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let read = OFlags::RDONLY;
+    rustix::fs::openat(
+        parent,
+        name,
+        read | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// What a walk ends at: a directory (created with mode 0700 when missing and `create` is set,
+/// this user's and closed to others), or a file opened for reading without blocking (a FIFO
+/// cannot hold the reader), whose type the caller checks.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    Dir { create: bool },
+    File,
+}
+
+/// Walks `absolute` from `/`, opening each component relative to the one above it without
+/// following links; a link is followed only when it is owned by root or this user, and its
+/// target is walked the same way. Every directory on the way is [`judge`]d; with `notes`, a
+/// judgement against one (not the end's type) is noted there and the walk goes on, else it
+/// ends the walk.
+fn walk(absolute: &Path, end: End, mut notes: Option<&mut Vec<String>>) -> Result<OwnedFd, OpenError> {
+    let io = |at: &Path, e: rustix::io::Errno| {
+        let e = std::io::Error::from(e);
+        OpenError {
+            problem: format!("{}: {e}", at.display()),
+            refusal: Refusal::Io(e.kind()),
+        }
+    };
+    let mut note = |problem: String| -> Result<(), String> {
+        match notes.as_deref_mut() {
+            Some(notes) => {
+                if !notes.contains(&problem) {
+                    notes.push(problem);
+                }
+                Ok(())
             }
-            let next = at.join(&name);
-            let opened = match open_dir_at(fd.as_fd(), &name) {
-                Err(rustix::io::Errno::NOENT) if create => {
+            None => Err(problem),
+        }
+    };
+    let dir_end = matches!(end, End::Dir { .. });
+    let mut pending: Vec<std::ffi::OsString> = Vec::new();
+    let mut links = 0;
+    // Components still to walk, last first (so that a link's target can be pushed on).
+    push_components(&mut pending, absolute);
+    let mut fd = open_root().map_err(OpenError::rule)?;
+    let mut at = PathBuf::from("/");
+    if let Err(problem) = judge(
+        &rustix::fs::fstat(&fd).map_err(|e| io(&at, e))?,
+        &at,
+        dir_end && pending.is_empty(),
+    ) {
+        note(problem).map_err(OpenError::rule)?;
+    }
+    while let Some(name) = pending.pop() {
+        let last = pending.is_empty();
+        if name == ".." {
+            let parent = if dir_end { open_dir_at } else { search_dir_at };
+            fd = parent(fd.as_fd(), OsStr::new("..")).map_err(|e| io(&at, e))?;
+            at.pop();
+            if let Err(problem) = judge(&rustix::fs::fstat(&fd).map_err(|e| io(&at, e))?, &at, dir_end && last) {
+                note(problem).map_err(OpenError::rule)?;
+            }
+            continue;
+        }
+        let next = at.join(&name);
+        let opened = match end {
+            End::File if last => open_file_at(fd.as_fd(), &name),
+            End::File => search_dir_at(fd.as_fd(), &name),
+            End::Dir { create: true } => match open_dir_at(fd.as_fd(), &name) {
+                Err(rustix::io::Errno::NOENT) => {
                     match rustix::fs::mkdirat(fd.as_fd(), &name, Mode::from_raw_mode(0o700)) {
                         Ok(()) | Err(rustix::io::Errno::EXIST) => {}
                         Err(e) => return Err(io(&next, e)),
@@ -152,35 +194,212 @@ impl TrustedDir {
                     open_dir_at(fd.as_fd(), &name)
                 }
                 other => other,
-            };
-            match opened {
-                Ok(child) => {
-                    judge(&rustix::fs::fstat(&child).map_err(|e| io(&next, e))?, &next, last)?;
-                    fd = child;
-                    at = next;
+            },
+            _ => open_dir_at(fd.as_fd(), &name),
+        };
+        match opened {
+            Ok(child) if matches!(end, End::File) && last => return Ok(child),
+            Ok(child) => {
+                if let Err(problem) = judge(&rustix::fs::fstat(&child).map_err(|e| io(&next, e))?, &next, dir_end && last)
+                {
+                    note(problem).map_err(OpenError::rule)?;
                 }
-                Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
-                    let stat =
-                        rustix::fs::statat(fd.as_fd(), &name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| io(&next, e))?;
-                    if FileType::from_raw_mode(stat.st_mode) != FileType::Symlink {
-                        return Err(format!("{} is not a directory", next.display()));
-                    }
-                    owner_problem(&next, "a symbolic link ", stat.st_uid)?;
-                    links += 1;
-                    if links > MAX_LINKS {
-                        return Err(format!("{}: too many symbolic links", absolute.display()));
-                    }
-                    let target = rustix::fs::readlinkat(fd.as_fd(), &name, Vec::new()).map_err(|e| io(&next, e))?;
-                    let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
-                    if target.is_absolute() {
-                        fd = open_root()?;
-                        at = PathBuf::from("/");
-                    }
-                    push_components(&mut pending, &target);
-                }
-                Err(e) => return Err(io(&next, e)),
+                fd = child;
+                at = next;
             }
+            Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+                let stat =
+                    rustix::fs::statat(fd.as_fd(), &name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| io(&next, e))?;
+                if FileType::from_raw_mode(stat.st_mode) != FileType::Symlink {
+                    return Err(OpenError {
+                        problem: format!("{} is not a directory", next.display()),
+                        refusal: Refusal::Io(std::io::ErrorKind::NotADirectory),
+                    });
+                }
+                owner_problem(&next, "a symbolic link ", stat.st_uid)
+                    .or_else(&mut note)
+                    .map_err(OpenError::rule)?;
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(OpenError::rule(format!("{}: too many symbolic links", absolute.display())));
+                }
+                let target = rustix::fs::readlinkat(fd.as_fd(), &name, Vec::new()).map_err(|e| io(&next, e))?;
+                let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                if target.is_absolute() {
+                    fd = open_root().map_err(OpenError::rule)?;
+                    at = PathBuf::from("/");
+                }
+                push_components(&mut pending, &target);
+            }
+            Err(e) => return Err(io(&next, e)),
         }
+    }
+    if matches!(end, End::File) {
+        return Err(OpenError::not_regular(format!(
+            "{} is a directory; only a regular file is read",
+            absolute.display()
+        )));
+    }
+    Ok(fd)
+}
+
+/// Why a walk stopped: a sentence naming the place, and which kind of refusal it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenError {
+    /// One sentence naming the place.
+    pub problem: String,
+    /// Who refused.
+    pub refusal: Refusal,
+}
+
+/// Who refused a walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The system (no such file, permission denied).
+    Io(std::io::ErrorKind),
+    /// This module's rule: another user could have put it there.
+    Untrusted,
+    /// It is not a regular file (a FIFO, a device, a directory).
+    NotRegular,
+}
+
+impl OpenError {
+    fn rule(problem: String) -> OpenError {
+        OpenError {
+            problem,
+            refusal: Refusal::Untrusted,
+        }
+    }
+
+    fn not_regular(problem: String) -> OpenError {
+        OpenError {
+            problem,
+            refusal: Refusal::NotRegular,
+        }
+    }
+
+    /// One word for metrics: `not_found`, `permission_denied`, `io_error`, `untrusted_file`,
+    /// `not_regular_file`.
+    pub fn class(&self) -> &'static str {
+        match self.refusal {
+            Refusal::Io(std::io::ErrorKind::NotFound) => "not_found",
+            Refusal::Io(std::io::ErrorKind::PermissionDenied) => "permission_denied",
+            Refusal::Io(_) => "io_error",
+            Refusal::Untrusted => "untrusted_file",
+            Refusal::NotRegular => "not_regular_file",
+        }
+    }
+}
+
+/// `path` made absolute from the current directory.
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    if path.is_absolute() {
+        Ok(path.to_path_buf())
+    } else {
+        Ok(std::env::current_dir()
+            .map_err(|e| format!("the current directory cannot be read ({e})"))?
+            .join(path))
+    }
+}
+
+/// A file another user cannot have put in the way, opened for reading: every directory from
+/// `/` down to it owned by root or this user and not writable by others (sticky ones excepted),
+/// a link followed only when it is owned by root or this user (its target walked the same way:
+/// kubelet's links in a mounted ConfigMap or Secret pass), the file opened without following a
+/// link and without blocking (`O_NOFOLLOW | O_NONBLOCK`), and only a regular file accepted. With
+/// `lenient`, a directory or link of another user is a note instead of an error (a process that
+/// is not root reads what it can, and warns).
+///
+/// # Errors
+/// One sentence naming the directory, link or file, and why.
+pub fn open_file(path: &Path, lenient: bool) -> Result<(std::fs::File, Vec<String>), OpenError> {
+    let absolute = absolute(path).map_err(OpenError::rule)?;
+    let mut notes = Vec::new();
+    let fd = walk(&absolute, End::File, lenient.then_some(&mut notes))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| {
+        let e = std::io::Error::from(e);
+        OpenError {
+            problem: format!("{}: {e}", path.display()),
+            refusal: Refusal::Io(e.kind()),
+        }
+    })?;
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => None,
+        FileType::Directory => Some("a directory"),
+        FileType::Fifo => Some("a FIFO (named pipe)"),
+        FileType::Socket => Some("a socket"),
+        FileType::CharacterDevice | FileType::BlockDevice => Some("a device"),
+        _ => Some("not a regular file"),
+    };
+    if let Some(kind) = kind {
+        return Err(OpenError::not_regular(format!(
+            "{} is {kind}; only a regular file is read",
+            path.display()
+        )));
+    }
+    // Reads block again (a regular file never waits; the flag only mattered for the open).
+    let file = std::fs::File::from(fd);
+    Ok((file, notes))
+}
+
+/// A file that steers what this process does (`what`: "the map", "LOCALITY_TLS_CA_FILE"),
+/// opened as [`open_file`] opens it, then judged by its own owner and mode
+/// ([`untrusted_file`]). Running as root, anything another user could have put in the way is
+/// refused; otherwise it is read, and each such thing is one note for a warning.
+///
+/// # Errors
+/// One sentence: the file cannot be opened (named, with why), is not a regular file, or (as
+/// root) another user could have put it there; with its [`OpenError::class`].
+pub fn open_checked(path: &Path, what: &str) -> Result<(std::fs::File, Vec<String>), OpenError> {
+    let root = is_root();
+    let refused = |problem: String| {
+        OpenError::rule(format!("{problem}: running as root, {what} is read only from a regular file that no other user can replace (the file, every directory above it and any link on the way owned by root or this user, not writable by others)"))
+    };
+    let (file, ways) = open_file(path, !root).map_err(|e| match e.refusal {
+        Refusal::Io(kind) => OpenError {
+            problem: format!(
+                "{} cannot be read ({})",
+                path.display(),
+                crate::source::io_problem(&std::io::Error::from(kind))
+            ),
+            refusal: e.refusal,
+        },
+        Refusal::Untrusted if root => refused(e.problem),
+        _ => e,
+    })?;
+    let mut notes: Vec<String> = ways
+        .into_iter()
+        .map(|problem| format!("{problem}: another user could change {what} (its directories and links should be owned by root or this user, not writable by others)"))
+        .collect();
+    if let Some(problem) = untrusted_file(&file, path) {
+        if root {
+            return Err(refused(problem));
+        }
+        notes.push(format!(
+            "{problem}: another user could change {what} (make it owned by root or this user, not writable by others)"
+        ));
+    }
+    Ok((file, notes))
+}
+
+fn open_file_at(parent: BorrowedFd<'_>, name: &OsStr) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+}
+
+impl TrustedDir {
+    /// Opens `path` (relative paths are taken from the current directory), creating what is
+    /// missing with mode 0700 when `create` is set. Nothing that exists is changed.
+    ///
+    /// # Errors
+    /// One sentence naming the directory on the way that cannot be trusted, and why.
+    pub fn open(path: &Path, create: bool) -> Result<TrustedDir, String> {
+        let absolute = absolute(path)?;
+        let fd = walk(&absolute, End::Dir { create }, None).map_err(|e| e.problem)?;
         Ok(TrustedDir { fd, path: absolute })
     }
 

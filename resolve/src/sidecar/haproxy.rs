@@ -18,6 +18,10 @@
 //! - every file is named relative to the run directory HAProxy starts in;
 //! - nothing read from the network or the map reaches the text but values that were parsed
 //!   and checked (addresses, ports, host names, zones); comments carry no remote text;
+//! - the statistics frontend has a small `maxconn` of its own ([`STATS_MAX_CONNECTIONS`]) and
+//!   `timeout http-request`, and the global `maxconn` ([`Settings::max_connections`], from the
+//!   descriptor limit) keeps the rest for the reads' frontend: a flood of idle statistics
+//!   connections waits in the kernel's queue and never takes a read's place;
 //! - host names go through a `resolvers` section (the system's nameservers, or `--nameserver`)
 //!   and are followed when their addresses change; `init-addr` lets HAProxy start before a name
 //!   resolves.
@@ -39,6 +43,26 @@ pub const CONFIG: &str = "haproxy.cfg";
 pub const BACKEND: &str = "locality_replica";
 /// The server name of the reader endpoint.
 pub const READER: &str = "reader";
+
+/// The most connections the statistics frontend takes at once (the rest wait in the kernel's
+/// queue; a scrape or a look at `/stats` needs one).
+pub const STATS_MAX_CONNECTIONS: u32 = 10;
+/// How long a statistics request may take to arrive (`timeout http-request`).
+pub const STATS_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Descriptors HAProxy keeps for itself beside two per connection (listeners, health checks,
+/// the runtime API, resolvers, the master's pipes).
+const RESERVED_DESCRIPTORS: u64 = 64;
+/// The most connections HAProxy takes in all, however many descriptors it may have.
+pub const MAX_CONNECTIONS_CAP: u32 = 10_000;
+
+/// The global `maxconn` for a descriptor limit of `nofile` (HAProxy's hard limit, which its
+/// master raises the soft one to): two descriptors a connection, [`RESERVED_DESCRIPTORS`] kept,
+/// at most [`MAX_CONNECTIONS_CAP`], at least enough for the statistics and a few reads.
+pub fn max_connections_for(nofile: u64) -> u32 {
+    let usable = nofile.saturating_sub(RESERVED_DESCRIPTORS) / 2;
+    let floor = u64::from(STATS_MAX_CONNECTIONS) + 16;
+    u32::try_from(usable.clamp(floor, u64::from(MAX_CONNECTIONS_CAP))).unwrap_or(MAX_CONNECTIONS_CAP)
+}
 
 /// The name of the `n`th replica's server (1-based).
 pub fn replica_server(n: usize) -> String {
@@ -63,6 +87,9 @@ pub struct Settings {
     pub nameservers: Vec<SocketAddr>,
     /// Connect and check timeout (also HAProxy's pause before retrying a refused connect).
     pub check_timeout: Duration,
+    /// The global `maxconn` ([`max_connections_for`] the descriptor limit); the reads' frontend
+    /// gets all of it but the statistics' share.
+    pub max_connections: u32,
     /// Lines for the comment at the top (where the layout came from); anything but printable
     /// ASCII is written as `?`, so a line can never end the comment.
     pub comments: Vec<String>,
@@ -109,7 +136,10 @@ pub fn render(layout: &Layout, settings: &Settings) -> String {
   # No second HAProxy can bind the listener beside this one.
   noreuseport
   # Health checks of several servers do not start in the same instant.
-  spread-checks 5"
+  spread-checks 5
+  # Connections in all, from the descriptor limit; the statistics take at most {STATS_MAX_CONNECTIONS}.
+  maxconn {}",
+        settings.max_connections
     );
     if let Some(user) = &settings.user {
         let _ = writeln!(
@@ -154,9 +184,11 @@ defaults
         out,
         "frontend locality_local
   bind {}
+  maxconn {}
   default_backend {BACKEND}
 ",
-        haproxy_address(&settings.listen.ip().to_string(), &settings.listen.port().to_string())
+        haproxy_address(&settings.listen.ip().to_string(), &settings.listen.port().to_string()),
+        reads_max_connections(settings)
     );
     let _ = writeln!(
         out,
@@ -206,17 +238,27 @@ defaults
 frontend locality_stats
   mode http
   bind {}
-  timeout client 30s
+  # Its own few connections: a flood here waits in the kernel's queue, never in the reads' place.
+  maxconn {STATS_MAX_CONNECTIONS}
+  timeout http-request {}ms
+  timeout client 10s
   http-request use-service prometheus-exporter if {{ path /metrics }}
   stats enable
   stats uri /stats
   stats refresh 10s
   stats show-legends
 ",
-            haproxy_address(&stats.ip().to_string(), &stats.port().to_string())
+            haproxy_address(&stats.ip().to_string(), &stats.port().to_string()),
+            STATS_REQUEST_TIMEOUT.as_millis()
         );
     }
     out
+}
+
+/// The reads' frontend `maxconn`: the global one less the statistics' share (when they are on).
+fn reads_max_connections(settings: &Settings) -> u32 {
+    let stats = if settings.stats.is_some() { STATS_MAX_CONNECTIONS } else { 0 };
+    settings.max_connections.saturating_sub(stats).max(1)
 }
 
 fn server_address(endpoint: &str) -> String {

@@ -1,9 +1,13 @@
 //! The sidecar's own metrics: what HAProxy cannot know — this host's zone, the map's version
 //! and age, whether the last read of it failed and why, the route chosen and the reason — served
 //! as `/metrics` (Prometheus' OpenMetrics text) on `--metrics` (default `127.0.0.1:8405`), beside
-//! HAProxy's own `/metrics` on `--stats`. Read-only and unauthenticated, like HAProxy's: keep it
-//! on loopback or a private network. No value of the map or of a secret is exposed; a read
-//! error is a sentence naming the source (as in the log), cut at [`MAX_ERROR_CHARS`].
+//! HAProxy's own `/metrics` on `--stats`. Read-only and unauthenticated, like HAProxy's (in
+//! Kubernetes it is on the pod IP, which any pod can reach): no value of the map or of a secret,
+//! and no remote text, is exposed. A read error is one word, its class
+//! ([`crate::source::ReadError`]: `timeout`, `not_a_map`, `untrusted_file`, … or the AWS error
+//! code, `AccessDeniedException`); the sentence (which may name a role's ARN) stays in the
+//! sidecar's log. The listener is bounded ([`Listener`]): a flood of connections or an endless
+//! request costs a thread and a few MiB, and it accepts again once the descriptors come back.
 //!
 //! Every series:
 //!
@@ -13,7 +17,7 @@
 //! | `locality_sidecar_map_read_interval_seconds` | | `--interval` |
 //! | `locality_sidecar_map_reads_total` | `result` (`ok`, `error`) | reads of the map |
 //! | `locality_sidecar_map_last_success_timestamp_seconds` | | the last good read (absent before one) |
-//! | `locality_sidecar_map_read_error` | `error` | 1 while the last read failed (absent otherwise) |
+//! | `locality_sidecar_map_read_error` | `error` (the class) | 1 while the last read failed (absent otherwise) |
 //! | `locality_sidecar_map_consecutive_read_failures` | | failed reads since the last good one |
 //! | `locality_sidecar_map` | `version` (the source's), `digest` (of the text) | 1 |
 //! | `locality_sidecar_map_modified_timestamp_seconds` | | when the source says this version was written |
@@ -41,8 +45,8 @@ use prometheus_client::registry::Registry;
 use super::Layout;
 use crate::source::MapVersion;
 
-/// The longest read error shown in the `error` label (characters).
-pub const MAX_ERROR_CHARS: usize = 200;
+/// The longest read error class shown in the `error` label (characters).
+pub const MAX_ERROR_CHARS: usize = 64;
 
 /// A set of labels.
 type Labels = Vec<(String, String)>;
@@ -81,12 +85,18 @@ fn count(value: usize) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// A read error for the label: one line, at most [`MAX_ERROR_CHARS`] characters.
-fn error_text(problem: &str) -> String {
-    let line = super::one_line(problem);
-    match line.char_indices().nth(MAX_ERROR_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line,
+/// A read error's class for the label: letters, digits, `_`, `.` and `-`, at most
+/// [`MAX_ERROR_CHARS`] (a class is one already; this keeps any other text out).
+fn error_class(class: &str) -> String {
+    let kept: String = class
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        .take(MAX_ERROR_CHARS)
+        .collect();
+    if kept.is_empty() {
+        "error".into()
+    } else {
+        kept
     }
 }
 
@@ -142,7 +152,7 @@ impl Metrics {
         );
         registry.register(
             "locality_sidecar_map_read_error",
-            "1 while the last read of the map failed, with why (absent when it succeeded)",
+            "1 while the last read of the map failed, with its class: timeout, not_a_map, untrusted_file, ... or the AWS error code (absent when it succeeded; the sidecar's log has the sentence)",
             metrics.read_error.clone(),
         );
         registry.register(
@@ -205,11 +215,12 @@ impl Metrics {
         }
     }
 
-    /// A failed read of the map: the last good map stays in use.
-    pub fn map_failed(&self, problem: &str) {
+    /// A failed read of the map, of `class` ([`crate::source::ReadError::class`]): the last good
+    /// map stays in use.
+    pub fn map_failed(&self, class: &str) {
         self.reads.get_or_create(&label("result", "error")).inc();
         self.failing.inc();
-        let labels = label("error", &error_text(problem));
+        let labels = label("error", &error_class(class));
         if self.read_error.get(&labels).is_none() {
             self.read_error.clear();
             self.read_error.get_or_create(&labels).set(1);
@@ -253,9 +264,26 @@ impl Metrics {
 /// The content type of [`Metrics::text`].
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// The metrics listener: answers `GET /metrics` until dropped.
+/// The most connections the metrics listener serves at once; one more is accepted and closed
+/// at once (so a flood neither queues in front of a scrape for long nor holds descriptors).
+pub const MAX_CONNECTIONS: usize = 32;
+/// The largest request head read (bytes; hyper's smallest buffer is 8 KiB): a longer one is
+/// answered 431 and the connection closed.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// How long a request head may take to arrive, idle keep-alive time included.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a connection lives, whatever it does (a client that never reads the answer).
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
+/// The pause after an accept error (out of descriptors: EMFILE, ENFILE; ECONNABORTED) before
+/// the next accept: the listener keeps accepting, without spinning.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// The metrics listener: answers `GET /metrics` until dropped. One thread (a one-thread tokio
+/// runtime) whatever the load: at most [`MAX_CONNECTIONS`] connections, each with a request
+/// head of at most [`MAX_HEAD_BYTES`] that arrives within [`HEAD_TIMEOUT`], and none older than
+/// [`CONNECTION_LIFETIME`]; accept errors (out of descriptors) pause it, never end it.
 pub struct Listener {
-    server: Arc<tiny_http::Server>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -270,45 +298,127 @@ impl std::fmt::Debug for Listener {
 /// # Errors
 /// The address cannot be listened on (in use, not this host's), said with the address.
 pub fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<Listener, String> {
-    let server = tiny_http::Server::http(addr).map_err(|e| {
+    let opened = std::net::TcpListener::bind(addr).and_then(|listener| {
+        listener.set_nonblocking(true)?;
+        Ok(listener)
+    });
+    let listener = opened.map_err(|e| {
         format!("the metrics listener {addr} cannot be opened ({e}); pass --metrics ADDR:PORT or --metrics off")
     })?;
-    let server = Arc::new(server);
-    let serving = Arc::clone(&server);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("the metrics listener cannot start ({e})"))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel();
     let thread = std::thread::Builder::new()
         .name("metrics".into())
-        .spawn(move || {
-            for request in serving.incoming_requests() {
-                let path = request.url().split('?').next().unwrap_or_default();
-                let head = *request.method() == tiny_http::Method::Head;
-                let response = match (request.method(), path) {
-                    (tiny_http::Method::Get | tiny_http::Method::Head, "/metrics") => {
-                        let text = metrics.text();
-                        let response = tiny_http::Response::from_string(if head { String::new() } else { text });
-                        match tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE) {
-                            Ok(header) => response.with_header(header),
-                            Err(()) => response,
-                        }
-                    }
-                    (tiny_http::Method::Get | tiny_http::Method::Head, _) => {
-                        tiny_http::Response::from_string("locality sidecar: the metrics are at /metrics\n")
-                            .with_status_code(404)
-                    }
-                    _ => tiny_http::Response::from_string("only GET and HEAD\n").with_status_code(405),
-                };
-                let _ = request.respond(response);
-            }
-        })
+        .spawn(move || runtime.block_on(accept_loop(listener, metrics, stopped)))
         .map_err(|e| format!("the metrics listener cannot start a thread ({e})"))?;
     Ok(Listener {
-        server,
+        stop: Some(stop),
         thread: Some(thread),
     })
 }
 
+/// Accepts until `stopped`, within the limits of [`Listener`].
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    metrics: Arc<Metrics>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(e) => {
+            log(&format!("the metrics listener cannot run ({e})"));
+            return;
+        }
+    };
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut last_error: Option<std::io::ErrorKind> = None;
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                last_error = None;
+                stream
+            }
+            Err(e) => {
+                // Said once per kind until an accept succeeds again.
+                if last_error != Some(e.kind()) {
+                    log(&format!(
+                        "the metrics listener could not accept a connection ({e}); it pauses and goes on"
+                    ));
+                    last_error = Some(e.kind());
+                }
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    () = tokio::time::sleep(ACCEPT_PAUSE) => continue,
+                }
+            }
+        };
+        // Full: closed at once.
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let metrics = Arc::clone(&metrics);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let metrics = Arc::clone(&metrics);
+                async move { Ok::<_, std::convert::Infallible>(answer(&request, &metrics)) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
+                .max_buf_size(MAX_HEAD_BYTES)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
+            drop(slot);
+        });
+    }
+}
+
+/// The answer to one request: the metrics at `/metrics` (GET, HEAD), 404 elsewhere, 405 for
+/// other methods.
+fn answer(
+    request: &hyper::Request<hyper::body::Incoming>,
+    metrics: &Metrics,
+) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
+    use hyper::{Method, StatusCode};
+    let text = |status: StatusCode, body: String, content_type: &'static str| {
+        let mut response = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(body)));
+        *response.status_mut() = status;
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+        response
+    };
+    let plain = "text/plain; charset=utf-8";
+    match (request.method(), request.uri().path()) {
+        (&Method::GET | &Method::HEAD, "/metrics") => text(StatusCode::OK, metrics.text(), CONTENT_TYPE),
+        (&Method::GET | &Method::HEAD, _) => text(
+            StatusCode::NOT_FOUND,
+            "locality sidecar: the metrics are at /metrics\n".into(),
+            plain,
+        ),
+        _ => text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n".into(), plain),
+    }
+}
+
+/// One line on the sidecar's log.
+fn log(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "locality sidecar: {}", super::one_line(line));
+}
+
 impl Drop for Listener {
     fn drop(&mut self) {
-        self.server.unblock();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -387,13 +497,9 @@ mod tests {
         }
         assert!(!good.contains("locality_sidecar_map_read_error{"), "{good}");
 
-        // A failure: one series with the sentence on one line, quotes escaped, cut.
-        let long = format!(
-            "ssm:GetParameter of \"/prod/map\": access denied\nand {}",
-            "x".repeat(500)
-        );
-        metrics.map_failed(&long);
-        metrics.map_failed(&long);
+        // A failure: one series with the class only; any other text is kept out.
+        metrics.map_failed("AccessDeniedException");
+        metrics.map_failed("AccessDeniedException");
         metrics.route(&layout(
             &[],
             Seen {
@@ -408,11 +514,12 @@ mod tests {
             .lines()
             .find(|l| l.starts_with("locality_sidecar_map_read_error{"))
             .unwrap_or_else(|| panic!("{bad}"));
-        assert!(
-            error_line.contains("error=\"ssm:GetParameter of \\\"/prod/map\\\": access denied and xxx"),
-            "{error_line}"
+        assert_eq!(
+            error_line,
+            "locality_sidecar_map_read_error{error=\"AccessDeniedException\"} 1"
         );
-        assert!(error_line.chars().count() < MAX_ERROR_CHARS + 80, "{error_line}");
+        assert_eq!(error_class("User: arn:aws:sts::1:x\n\"}"), "Userarnawssts1x");
+        assert_eq!(error_class(&"x".repeat(500)).len(), MAX_ERROR_CHARS);
         assert_eq!(bad.matches("locality_sidecar_map_read_error{").count(), 1, "{bad}");
         assert!(
             bad.contains("locality_sidecar_map_reads_total{result=\"error\"} 2"),
@@ -470,19 +577,21 @@ mod tests {
             stream.read_to_string(&mut answer).unwrap();
             answer
         };
-        let answer = get("GET /metrics HTTP/1.0\r\n\r\n");
-        assert!(answer.starts_with("HTTP/1.0 200"), "{answer}");
+        let answer = get("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(answer.contains("application/openmetrics-text"), "{answer}");
         assert!(answer.contains("locality_sidecar_info{"), "{answer}");
-        assert!(get("GET /other HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 404"));
-        assert!(get("POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n").starts_with("HTTP/1.0 405"));
+        assert!(get("GET /other HTTP/1.1\r\nConnection: close\r\n\r\n").starts_with("HTTP/1.1 404"));
+        assert!(
+            get("POST /metrics HTTP/1.1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").starts_with("HTTP/1.1 405")
+        );
         // A second listener on the same address is refused with the address named.
         let taken = serve(addr, Arc::clone(&metrics)).unwrap_err();
         assert!(
             taken.contains(&addr.to_string()) && taken.contains("--metrics"),
             "{taken}"
         );
-        // Dropped: the port is closed (tiny_http's accept thread ends just after).
+        // Dropped: the port is closed.
         drop(listener);
         let closed = (0..100).any(|_| {
             std::thread::sleep(Duration::from_millis(20));

@@ -406,35 +406,38 @@ const CA_FILE: &str = "ca.pem";
 /// The CA file for TLS: HAProxy's `@system-ca`, or the system's bundle plus
 /// `LOCALITY_TLS_CA_FILE` in one file in the run directory (`dir`; `None`: print only, the
 /// given file is named as it is).
-fn prepare_ca_file(options: &SidecarOptions, dir: Option<&TrustedDir>) -> Result<Option<String>, String> {
+fn prepare_ca_file(
+    options: &SidecarOptions,
+    dir: Option<&TrustedDir>,
+) -> Result<(Option<String>, Vec<String>), String> {
     if !options.resolve.tls {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     }
-    let Some(extra) = std::env::var_os("LOCALITY_TLS_CA_FILE").filter(|v| !v.is_empty()) else {
-        return Ok(Some("@system-ca".into()));
-    };
-    let extra = PathBuf::from(extra);
     let Some(dir) = dir else {
-        let text = extra.display().to_string();
+        let Some(extra) = std::env::var_os("LOCALITY_TLS_CA_FILE").filter(|v| !v.is_empty()) else {
+            return Ok((Some("@system-ca".into()), Vec::new()));
+        };
+        let text = PathBuf::from(extra).display().to_string();
         if text.chars().any(|c| c.is_whitespace() || c.is_control() || c == '#') {
             return Err(format!(
                 "LOCALITY_TLS_CA_FILE ({}) has blanks or control characters; HAProxy's configuration cannot name it",
                 haproxy::comment_text(&text)
             ));
         }
-        return Ok(Some(text));
+        return Ok((Some(text), Vec::new()));
+    };
+    let Some((_, extra_bytes, notes)) = check::extra_ca_file()? else {
+        return Ok((Some("@system-ca".into()), Vec::new()));
     };
     let mut bundle = SYSTEM_CA_FILES
         .iter()
         .find_map(|path| std::fs::read(path).ok())
         .unwrap_or_default();
-    let extra_bytes =
-        std::fs::read(&extra).map_err(|e| format!("LOCALITY_TLS_CA_FILE ({}) cannot be read: {e}", extra.display()))?;
     bundle.push(b'\n');
     bundle.extend_from_slice(&extra_bytes);
     dir.write(CA_FILE, &bundle)
         .map_err(|e| format!("{}: {e}", dir.path().join(CA_FILE).display()))?;
-    Ok(Some(CA_FILE.into()))
+    Ok((Some(CA_FILE.into()), notes))
 }
 
 /// The configuration settings for these options.
@@ -452,6 +455,7 @@ fn settings(
         user,
         nameservers: options.nameservers.clone(),
         check_timeout: options.resolve.check_timeout,
+        max_connections: haproxy::max_connections_for(process::descriptor_limit()),
         comments,
     }
 }
@@ -503,7 +507,7 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     let read_at = std::time::SystemTime::now();
     let (map, warnings, version) = match read_map_versioned(&options.resolve) {
         Ok((map, warnings, version, digest)) => (Ok(map), warnings, Ok((version, digest))),
-        Err(problem) => (Err(problem.clone()), Vec::new(), Err(problem)),
+        Err(problem) => (Err(problem.message.clone()), Vec::new(), Err(problem)),
     };
     let unanswered = if print_config {
         Unanswered::All
@@ -526,7 +530,7 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
             "Run HAProxy with it yourself, in a directory of its own; the map is not followed then (`locality sidecar` does that).".into(),
         );
         let ca_file = match prepare_ca_file(options, None) {
-            Ok(ca_file) => ca_file,
+            Ok((ca_file, _)) => ca_file,
             Err(problem) => return fail(problem),
         };
         for note in warnings.iter().chain(&notes) {
@@ -570,7 +574,7 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     ));
     match &version {
         Ok((version, digest)) => metrics.map_read(version, digest, read_at),
-        Err(problem) => metrics.map_failed(problem),
+        Err(problem) => metrics.map_failed(&problem.class),
     }
     metrics.route(&layout);
     let listener = match options.metrics.map(|addr| metrics::serve(addr, Arc::clone(&metrics))) {
@@ -587,11 +591,11 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
             stopped
         ));
     }
-    let ca_file = match prepare_ca_file(options, Some(&dir)) {
-        Ok(ca_file) => ca_file,
+    let (ca_file, ca_notes) = match prepare_ca_file(options, Some(&dir)) {
+        Ok(prepared) => prepared,
         Err(problem) => return fail(problem),
     };
-    for note in warnings.iter().chain(&notes) {
+    for note in warnings.iter().chain(&notes).chain(&ca_notes) {
         log(note.clone());
     }
     log(format!("listening on {}; {}", options.listen, layout.describe()));
@@ -768,8 +772,9 @@ impl Supervisor {
                     }
                     map
                 }
-                Err(problem) => {
-                    self.metrics.map_failed(&problem);
+                Err(failed) => {
+                    self.metrics.map_failed(&failed.class);
+                    let problem = failed.message;
                     if last_failure.as_ref() != Some(&problem) {
                         log(format!(
                             "the map could not be read ({problem}); keeping the last good configuration"

@@ -100,6 +100,13 @@ pub fn haproxy_user(spec: Option<&str>) -> Result<Option<HaproxyUser>, String> {
     }))
 }
 
+/// The descriptor limit HAProxy can reach: the hard `RLIMIT_NOFILE` it inherits (its master
+/// raises the soft limit up to it), 1,024 when it cannot be read, and never more than `u64`.
+pub fn descriptor_limit() -> u64 {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    limit.maximum.or(limit.current).unwrap_or(1 << 20)
+}
+
 /// The program to run: `program` as given when it names a path, else found on the sidecar's
 /// `PATH` (HAProxy itself gets [`HAPROXY_PATH`]).
 pub fn find_program(program: &Path) -> Option<PathBuf> {
