@@ -1011,3 +1011,209 @@ fn an_unusable_zone_variable_ends_at_the_fallback() {
         r.stderr
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 43: files and variables that steer root, and credentials never through a proxy.
+// ---------------------------------------------------------------------------------------------
+
+/// `daemon` (Debian): the other local user who owns a shared AWS file.
+const OTHER_USER: u32 = 1;
+
+/// Item 5. An AWS config file that another user owns, or that others may write, is not read by
+/// root: its `credential_process` would run as uid 0 (shown first with root's own file, whose
+/// process does run and writes `id -u`). The error names the file and the variable that named
+/// it (`AWS_CONFIG_FILE`, or `HOME` for `~/.aws/config`), and the run ends at the fallback.
+#[test]
+fn root_refuses_shared_aws_files_another_user_could_write() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = dir.path().join("ran-as");
+    let config = dir.path().join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "[default]\nregion = ap-northeast-1\ncredential_process = sh -c 'id -u > {}; echo {{\\\"Version\\\": 1, \\\"AccessKeyId\\\": \\\"AKIDEXAMPLE\\\", \\\"SecretAccessKey\\\": \\\"x\\\"}}'\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let config_text = config.to_str().unwrap().to_string();
+    let home = dir.path().to_str().unwrap().to_string();
+    let run = |config_var: bool| {
+        let mut env = vec![
+            ("HOME", home.as_str()),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:1"),
+        ];
+        if config_var {
+            env.push(("AWS_CONFIG_FILE", config_text.as_str()));
+        }
+        resolve(
+            &env,
+            &[
+                "--map",
+                "ssm:/prod/cache/replica-map",
+                "--zone",
+                ZONE,
+                "--fallback",
+                "reader.example:6379",
+            ],
+        )
+    };
+    // Root's own file: the process runs, as root.
+    let own = run(true);
+    assert_eq!(
+        std::fs::read_to_string(&marker)
+            .map(|s| s.trim().to_string())
+            .ok()
+            .as_deref(),
+        Some("0"),
+        "root's own config ran its credential_process: {}",
+        own.stderr
+    );
+    std::fs::remove_file(&marker).unwrap();
+    // Another user's: refused before the SDK reads it; nothing runs.
+    std::os::unix::fs::chown(&config, Some(OTHER_USER), Some(OTHER_USER)).unwrap();
+    let refused = run(true);
+    assert_eq!(
+        (refused.code, refused.stdout.trim()),
+        (0, "reader.example:6379"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!marker.exists(), "another user's credential_process ran as root");
+    assert!(
+        refused.stderr.contains(&format!(
+            "the shared AWS file {config_text} (from AWS_CONFIG_FILE) is refused"
+        )) && refused.stderr.contains(&format!("owned by uid {OTHER_USER}")),
+        "{}",
+        refused.stderr
+    );
+    // Root's, but writable by others: refused too.
+    std::os::unix::fs::chown(&config, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let open = run(true);
+    assert!(
+        !marker.exists(),
+        "a config others can write ran its credential_process as root"
+    );
+    assert!(open.stderr.contains("writable by others"), "{}", open.stderr);
+    // The default place, ~/.aws/config, named by HOME.
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let aws_dir = dir.path().join(".aws");
+    std::fs::create_dir(&aws_dir).unwrap();
+    std::fs::set_permissions(&aws_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&config, aws_dir.join("config")).unwrap();
+    std::os::unix::fs::chown(aws_dir.join("config"), Some(OTHER_USER), Some(OTHER_USER)).unwrap();
+    let by_home = run(false);
+    assert!(!marker.exists(), "{}", by_home.stderr);
+    assert!(
+        by_home.stderr.contains("(from HOME (~/.aws/config)) is refused"),
+        "{}",
+        by_home.stderr
+    );
+}
+
+/// What a loopback listener received, one entry per connection.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A listener on loopback that records each connection's request head and answers `answer`.
+fn recording_server(answer: String) -> (u16, Received) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let received: Received = Default::default();
+    let sink = std::sync::Arc::clone(&received);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (sink, answer) = (std::sync::Arc::clone(&sink), answer.clone());
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                sink.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    (port, received)
+}
+
+/// Item 6. With `HTTP_PROXY` (and the other proxy variables) set, the container-credentials
+/// request and its `AWS_CONTAINER_AUTHORIZATION_TOKEN` go straight to the loopback endpoint,
+/// never to the proxy (before the fix the proxy received them, three times). Other AWS
+/// requests still go through the proxy, as the variables say (an https endpoint: CONNECT).
+#[test]
+fn credentials_on_this_host_never_go_through_a_proxy() {
+    const TOKEN: &str = "CONTAINER-TOKEN-MARKER";
+    let (proxy, through_proxy) =
+        recording_server("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into());
+    let body = r#"{"AccessKeyId":"AKIDEXAMPLE","SecretAccessKey":"secret","Token":"token","Expiration":"2099-01-01T00:00:00Z"}"#;
+    let (credentials, at_credentials) = recording_server(format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    let home = tempfile::tempdir().unwrap();
+    let proxy_url = format!("http://127.0.0.1:{proxy}");
+    let full_uri = format!("http://127.0.0.1:{credentials}/v2/credentials/x");
+    let run = |endpoint: &str| {
+        resolve(
+            &[
+                ("HOME", home.path().to_str().unwrap()),
+                ("HTTP_PROXY", &proxy_url),
+                ("HTTPS_PROXY", &proxy_url),
+                ("http_proxy", &proxy_url),
+                ("https_proxy", &proxy_url),
+                ("ALL_PROXY", &proxy_url),
+                ("AWS_REGION", "ap-northeast-1"),
+                ("AWS_CONTAINER_CREDENTIALS_FULL_URI", &full_uri),
+                ("AWS_CONTAINER_AUTHORIZATION_TOKEN", TOKEN),
+                ("AWS_ENDPOINT_URL", endpoint),
+            ],
+            &[
+                "--map",
+                "ssm:/prod/cache/replica-map",
+                "--zone",
+                ZONE,
+                "--fallback",
+                "reader.example:6379",
+            ],
+        )
+    };
+    // SSM on loopback too (closed): everything direct.
+    let direct = run("http://127.0.0.1:1");
+    assert_eq!(direct.stdout.trim(), "reader.example:6379", "{}", direct.stderr);
+    let asked = at_credentials.lock().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .any(|head| head.contains(TOKEN) && head.starts_with("GET /v2/credentials/x")),
+        "the credentials endpoint was asked directly: {asked:?}\n{}",
+        direct.stderr
+    );
+    assert_eq!(
+        through_proxy.lock().unwrap().clone(),
+        Vec::<String>::new(),
+        "{}",
+        direct.stderr
+    );
+    // An https endpoint elsewhere: through the proxy, and the token still not.
+    let proxied = run("https://ssm.example.invalid");
+    assert_eq!(proxied.stdout.trim(), "reader.example:6379", "{}", proxied.stderr);
+    let seen = through_proxy.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .any(|head| head.starts_with("CONNECT ssm.example.invalid:443")),
+        "{seen:?}\n{}",
+        proxied.stderr
+    );
+    assert!(seen.iter().all(|head| !head.contains(TOKEN)), "{seen:?}");
+}

@@ -499,6 +499,72 @@ async fn a_secret_shared_with_other_keys_is_not_replaced_whole() {
     assert_eq!(secret_value(&moto).await.as_deref(), Some(SHARED));
 }
 
+/// Issue 43, item 8: a secret that holds something other than a replica map — a database URL
+/// as plain text, a JSON array — is never replaced by the map. Before the fix, create replaced
+/// the plain text (only a JSON object with other keys was refused). Apply and import are both
+/// refused, the error says what the secret holds (never the value) and points at `key`, and the
+/// secret keeps its value; an empty one (`{}`) is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_holding_anything_but_a_map_is_never_replaced() {
+    const DATABASE_URL: &str = "postgres://app:DB-PASSWORD-MARKER@db.internal:5432/app";
+    let moto = Moto::start();
+    moto.create_group("sessions", &["ap-northeast-1a", "ap-northeast-1c"])
+        .await;
+    put_secret(&moto, DATABASE_URL, true).await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    tf.write("main.tf", &config(&moto, "sessions", &secret_target()));
+    let refused = |out: String, what: &str| {
+        let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            out.contains("Secret does not hold a replica map")
+                && out.contains(&format!("holds {what}, which is not a replica map"))
+                && out.contains("nothing was written")
+                && out.contains("set `key` in the `secretsmanager` block"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("DB-PASSWORD-MARKER") && !out.contains("db.internal"),
+            "the value reached the output: {out}"
+        );
+    };
+    let t = tf.clone();
+    let characters = DATABASE_URL.chars().count();
+    blocking(move || {
+        let what = format!("plain text of {characters} characters");
+        refused(t.fails(&["apply", "-auto-approve"]), &what);
+        refused(
+            t.fails(&[
+                "import",
+                "locality_zone_replica_map.cache",
+                &format!("secretsmanager:{SECRET}"),
+            ]),
+            &what,
+        );
+        assert!(
+            t.read("terraform.tfstate")
+                .is_none_or(|state| !state.contains("DB-PASSWORD-MARKER")),
+            "the value reached the state"
+        );
+    })
+    .await;
+    assert_eq!(secret_value(&moto).await.as_deref(), Some(DATABASE_URL));
+
+    put_secret(&moto, r#"["a","b"]"#, false).await;
+    let t = tf.clone();
+    blocking(move || refused(t.fails(&["apply", "-auto-approve"]), "a JSON array of 2 elements")).await;
+    assert_eq!(secret_value(&moto).await.as_deref(), Some(r#"["a","b"]"#));
+
+    // Emptied (`{}`; Secrets Manager takes no empty string): taken, and the map is published.
+    put_secret(&moto, "{}", false).await;
+    let t = tf.clone();
+    blocking(move || {
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+    })
+    .await;
+    assert!(secret_value(&moto).await.unwrap().contains("\"zones\""));
+}
+
 /// Ten maps under ten keys of one shared secret, written at Terraform's default parallelism
 /// (10 at once), then destroyed at once: every apply succeeds, the secret ends with every key
 /// (and the other key kept as it was), the next plan is empty, and the destroy leaves exactly

@@ -451,7 +451,10 @@ mod tests {
         ] {
             assert!(on_this_host(direct), "{direct}");
         }
-        for proxied in ["https://ssm.ap-northeast-1.amazonaws.com/", "https://169.254.170.2.evil.example/"] {
+        for proxied in [
+            "https://ssm.ap-northeast-1.amazonaws.com/",
+            "https://169.254.170.2.evil.example/",
+        ] {
             assert!(!on_this_host(proxied), "{proxied}");
         }
         for bad in [

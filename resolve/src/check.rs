@@ -49,9 +49,7 @@ impl Running {
             return Err("its last probe is still running (not started again)".into());
         }
         if set.len() >= MAX_RUNNING_PROBES {
-            return Err(format!(
-                "{MAX_RUNNING_PROBES} probes are still running (not started)"
-            ));
+            return Err(format!("{MAX_RUNNING_PROBES} probes are still running (not started)"));
         }
         set.insert(endpoint.to_string());
         Ok(Running(endpoint.to_string()))
@@ -459,6 +457,48 @@ mod tests {
             ping(&closed.to_string(), Duration::from_millis(200), None),
             Err("connection refused".into())
         );
+    }
+
+    /// A node that answers `PING` and then dribbles a 64 KiB `INFO` reply a byte every 50 ms:
+    /// the probe ends at its deadline (before: each byte renewed the read timeout, for hours)
+    /// and the node sees the socket closed; and a second probe of the same endpoint while the
+    /// first runs is not started.
+    #[test]
+    fn a_probe_ends_at_its_deadline_whatever_the_node_sends() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (closed_tx, closed_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let started = Instant::now();
+            let mut buf = [0u8; 14];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(b"+PONG\r\n").unwrap();
+            let mut info = [0u8; INFO_SERVER.len()];
+            s.read_exact(&mut info).unwrap();
+            s.write_all(b"$65536\r\n").unwrap();
+            while s.write_all(b"x").is_ok() && started.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = closed_tx.send(started.elapsed());
+        });
+        let started = Instant::now();
+        let endpoint = addr.to_string();
+        assert_eq!(probe(&endpoint, Duration::from_millis(400), None), Ok(Probe::default()));
+        assert!(
+            started.elapsed() < Duration::from_millis(700),
+            "{:?}",
+            started.elapsed()
+        );
+        // Its socket is closed at the deadline: the node's next writes fail.
+        let lived = closed_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the socket was closed");
+        assert!(lived < Duration::from_millis(1200), "{lived:?}");
+        // The same endpoint, probed while a probe of it runs, is not probed twice.
+        let _running = Running::take("127.0.0.1:1").unwrap();
+        let again = probe("127.0.0.1:1", Duration::from_millis(100), None).unwrap_err();
+        assert!(again.contains("still running"), "{again}");
     }
 
     /// A node that answers `PING` and then `INFO server` with an `availability_zone`.

@@ -191,8 +191,12 @@ fn open_map_file(path: &std::path::Path) -> Result<(std::fs::File, Vec<String>),
 
 #[cfg(not(unix))]
 fn open_map_file(path: &std::path::Path) -> Result<(std::fs::File, Vec<String>), ReadError> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| ReadError::new(io_class(&e), format!("{} cannot be read ({})", path.display(), io_problem(&e))))?;
+    let file = std::fs::File::open(path).map_err(|e| {
+        ReadError::new(
+            io_class(&e),
+            format!("{} cannot be read ({})", path.display(), io_problem(&e)),
+        )
+    })?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(ReadError::new(
             "not_regular_file",
@@ -221,7 +225,12 @@ fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>, MapVersion)
     let mut text = String::new();
     file.take(MAX_MAP_BYTES as u64 + 1)
         .read_to_string(&mut text)
-        .map_err(|e| ReadError::new(io_class(&e), format!("{} cannot be read ({})", path.display(), io_problem(&e))))?;
+        .map_err(|e| {
+            ReadError::new(
+                io_class(&e),
+                format!("{} cannot be read ({})", path.display(), io_problem(&e)),
+            )
+        })?;
     if text.len() > MAX_MAP_BYTES {
         return Err(ReadError::new(
             "too_large",
@@ -283,10 +292,7 @@ mod aws {
         E: aws_sdk_ssm::error::ProvideErrorMetadata + std::error::Error + 'static,
         R: std::fmt::Debug + 'static,
     {
-        ReadError::new(
-            crate::aws_error::class(error),
-            crate::aws_error::describe(what, error),
-        )
+        ReadError::new(crate::aws_error::class(error), crate::aws_error::describe(what, error))
     }
 
     async fn fetch(source: &MapSource) -> Result<(String, MapVersion), ReadError> {

@@ -53,9 +53,8 @@ fn owner_problem(path: &Path, what: &str, uid: u32) -> Result<(), String> {
 }
 
 /// `/`, opened.
-fn open_root() -> Result<OwnedFd, String> {
+fn open_root() -> rustix::io::Result<OwnedFd> {
     rustix::fs::open("/", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("/: {}", std::io::Error::from(e)))
 }
 
 // (`st_mode` is u16 on some systems.)
@@ -161,7 +160,7 @@ fn walk(absolute: &Path, end: End, mut notes: Option<&mut Vec<String>>) -> Resul
     let mut links = 0;
     // Components still to walk, last first (so that a link's target can be pushed on).
     push_components(&mut pending, absolute);
-    let mut fd = open_root().map_err(OpenError::rule)?;
+    let mut fd = open_root().map_err(|e| io(Path::new("/"), e))?;
     let mut at = PathBuf::from("/");
     if let Err(problem) = judge(
         &rustix::fs::fstat(&fd).map_err(|e| io(&at, e))?,
@@ -200,8 +199,11 @@ fn walk(absolute: &Path, end: End, mut notes: Option<&mut Vec<String>>) -> Resul
         match opened {
             Ok(child) if matches!(end, End::File) && last => return Ok(child),
             Ok(child) => {
-                if let Err(problem) = judge(&rustix::fs::fstat(&child).map_err(|e| io(&next, e))?, &next, dir_end && last)
-                {
+                if let Err(problem) = judge(
+                    &rustix::fs::fstat(&child).map_err(|e| io(&next, e))?,
+                    &next,
+                    dir_end && last,
+                ) {
                     note(problem).map_err(OpenError::rule)?;
                 }
                 fd = child;
@@ -221,12 +223,15 @@ fn walk(absolute: &Path, end: End, mut notes: Option<&mut Vec<String>>) -> Resul
                     .map_err(OpenError::rule)?;
                 links += 1;
                 if links > MAX_LINKS {
-                    return Err(OpenError::rule(format!("{}: too many symbolic links", absolute.display())));
+                    return Err(OpenError::rule(format!(
+                        "{}: too many symbolic links",
+                        absolute.display()
+                    )));
                 }
                 let target = rustix::fs::readlinkat(fd.as_fd(), &name, Vec::new()).map_err(|e| io(&next, e))?;
                 let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
                 if target.is_absolute() {
-                    fd = open_root().map_err(OpenError::rule)?;
+                    fd = open_root().map_err(|e| io(Path::new("/"), e))?;
                     at = PathBuf::from("/");
                 }
                 push_components(&mut pending, &target);
@@ -357,11 +362,15 @@ pub fn open_checked(path: &Path, what: &str) -> Result<(std::fs::File, Vec<Strin
     };
     let (file, ways) = open_file(path, !root).map_err(|e| match e.refusal {
         Refusal::Io(kind) => OpenError {
-            problem: format!(
-                "{} cannot be read ({})",
-                path.display(),
-                crate::source::io_problem(&std::io::Error::from(kind))
-            ),
+            problem: match kind {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => format!(
+                    "{} cannot be read ({})",
+                    path.display(),
+                    crate::source::io_problem(&std::io::Error::from(kind))
+                ),
+                // The system's own words, with the place (out of descriptors: "Too many open files").
+                _ => format!("{} cannot be read ({})", path.display(), e.problem),
+            },
             refusal: e.refusal,
         },
         Refusal::Untrusted if root => refused(e.problem),

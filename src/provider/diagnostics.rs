@@ -146,6 +146,8 @@ impl From<PublishError> for Diagnostic {
             PublishError::SharedWithoutKey { .. } => {
                 Diagnostic::error("Secret shared with other keys", detail).at(AttributePath::root("secretsmanager"))
             }
+            PublishError::NotAMap { .. } => Diagnostic::error("Secret does not hold a replica map", detail)
+                .at(AttributePath::root("secretsmanager")),
             PublishError::MissingSecret { .. } | PublishError::SharedSecret { .. } => {
                 Diagnostic::error("Cannot publish the replica map", detail)
             }

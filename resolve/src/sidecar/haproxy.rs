@@ -257,7 +257,11 @@ frontend locality_stats
 
 /// The reads' frontend `maxconn`: the global one less the statistics' share (when they are on).
 fn reads_max_connections(settings: &Settings) -> u32 {
-    let stats = if settings.stats.is_some() { STATS_MAX_CONNECTIONS } else { 0 };
+    let stats = if settings.stats.is_some() {
+        STATS_MAX_CONNECTIONS
+    } else {
+        0
+    };
     settings.max_connections.saturating_sub(stats).max(1)
 }
 

@@ -277,6 +277,8 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
 /// The pause after an accept error (out of descriptors: EMFILE, ENFILE; ECONNABORTED) before
 /// the next accept: the listener keeps accepting, without spinning.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// How often the same accept error is said again while it lasts.
+const ACCEPT_ERROR_REPEAT: Duration = Duration::from_secs(60);
 
 /// The metrics listener: answers `GET /metrics` until dropped. One thread (a one-thread tokio
 /// runtime) whatever the load: at most [`MAX_CONNECTIONS`] connections, each with a request
@@ -334,24 +336,23 @@ async fn accept_loop(
         }
     };
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let mut last_error: Option<std::io::ErrorKind> = None;
+    let mut last_said: Option<(std::io::ErrorKind, std::time::Instant)> = None;
     loop {
         let accepted = tokio::select! {
             _ = &mut stopped => return,
             accepted = listener.accept() => accepted,
         };
         let stream = match accepted {
-            Ok((stream, _)) => {
-                last_error = None;
-                stream
-            }
+            Ok((stream, _)) => stream,
             Err(e) => {
-                // Said once per kind until an accept succeeds again.
-                if last_error != Some(e.kind()) {
+                // Said once per kind and minute, not at every retry.
+                let said_lately =
+                    last_said.is_some_and(|(kind, at)| kind == e.kind() && at.elapsed() < ACCEPT_ERROR_REPEAT);
+                if !said_lately {
                     log(&format!(
                         "the metrics listener could not accept a connection ({e}); it pauses and goes on"
                     ));
-                    last_error = Some(e.kind());
+                    last_said = Some((e.kind(), std::time::Instant::now()));
                 }
                 tokio::select! {
                     _ = &mut stopped => return,
@@ -391,9 +392,10 @@ fn answer(
     let text = |status: StatusCode, body: String, content_type: &'static str| {
         let mut response = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(body)));
         *response.status_mut() = status;
-        response
-            .headers_mut()
-            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static(content_type),
+        );
         response
     };
     let plain = "text/plain; charset=utf-8";

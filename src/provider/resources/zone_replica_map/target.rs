@@ -64,6 +64,15 @@ pub enum PublishError {
         /// The keys that are not a replica map's (names only, never values).
         other_keys: Vec<String>,
     },
+    /// The whole-secret target holds something that is neither empty nor a replica map (plain
+    /// text, a JSON array, a string): someone else's value, which writing the map would replace.
+    #[error("secret {secret_id:?} holds {what}, which is not a replica map: publishing the map as its whole value would replace it, so nothing was written. Publish to a secret of its own (an empty secret, or one holding a replica map, is taken), or, when the secret holds a JSON object, set `key` in the `secretsmanager` block to publish the map under one key of it.")]
+    NotAMap {
+        /// The secret.
+        secret_id: String,
+        /// What it holds, described (never the value): "plain text of 23 characters", ….
+        what: String,
+    },
     /// A file could not be read, written or removed.
     #[error("{path}: {source}")]
     Io {
@@ -168,20 +177,28 @@ impl Target {
         }
     }
 
-    /// A whole-secret target's value that is a JSON object with keys a replica map does not
-    /// have is another application's: refused, naming those keys (never their values).
+    /// A whole-secret target's value is taken only when it is empty or a replica map: a JSON
+    /// object with keys a replica map does not have is another application's (refused, naming
+    /// those keys), and anything else (plain text, an array, a string) is refused, described
+    /// but never shown.
     fn refuse_foreign_keys(&self, value: Option<&str>) -> Result<(), PublishError> {
         let (Target::SecretsManager(id), Some(value)) = (self, value) else {
             return Ok(());
         };
         let other_keys = foreign_keys(value);
-        if other_keys.is_empty() {
-            return Ok(());
+        if !other_keys.is_empty() {
+            return Err(PublishError::SharedWithoutKey {
+                secret_id: id.clone(),
+                other_keys,
+            });
         }
-        Err(PublishError::SharedWithoutKey {
-            secret_id: id.clone(),
-            other_keys,
-        })
+        match not_a_map(value) {
+            Some(what) => Err(PublishError::NotAMap {
+                secret_id: id.clone(),
+                what,
+            }),
+            None => Ok(()),
+        }
     }
 
     fn io(&self, source: std::io::Error) -> PublishError {
@@ -303,6 +320,7 @@ impl Target {
     pub async fn delete(&self, data: &ProviderData) -> Result<Option<String>, PublishError> {
         match self {
             Target::File(path) => {
+                refuse_parent_components(path).map_err(|e| self.io(e))?;
                 let owned = path.clone();
                 let removed = tokio::task::spawn_blocking(move || crate::files::remove(&owned, Directories::NoLinks))
                     .await
@@ -437,6 +455,34 @@ fn foreign_keys(value: &str) -> Vec<String> {
     shown
 }
 
+/// What a secret's whole value is when it is neither empty (nothing, blanks, `{}`) nor a
+/// replica map (a JSON object with no key but a map's), described without a word of it: "plain
+/// text of 23 characters", "a JSON array of 2 elements", "a JSON string", ….
+fn not_a_map(value: &str) -> Option<String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(trimmed) else {
+        let characters = value.chars().count();
+        let plural = if characters == 1 { "" } else { "s" };
+        return Some(format!("plain text of {characters} character{plural}"));
+    };
+    match json {
+        // Keys a map does not have are refused by `foreign_keys` first.
+        serde_json::Value::Object(_) => None,
+        serde_json::Value::Array(items) => Some(format!(
+            "a JSON array of {} element{}",
+            items.len(),
+            if items.len() == 1 { "" } else { "s" }
+        )),
+        serde_json::Value::String(_) => Some("a JSON string".into()),
+        serde_json::Value::Number(_) => Some("a JSON number".into()),
+        serde_json::Value::Bool(_) => Some("a JSON boolean".into()),
+        serde_json::Value::Null => Some("JSON null".into()),
+    }
+}
+
 /// The provider-wide lock of one secret: resources publishing under keys of one shared secret
 /// change it one at a time (each change reads, changes its key, and writes the whole value).
 async fn hold_secret(secret_id: &str) -> tokio::sync::OwnedMutexGuard<()> {
@@ -469,6 +515,22 @@ mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 
     use super::*;
+
+    #[test]
+    fn what_is_not_a_map_is_described_never_shown() {
+        assert_eq!(super::not_a_map(""), None);
+        assert_eq!(super::not_a_map("  \n"), None);
+        assert_eq!(super::not_a_map("{}"), None);
+        assert_eq!(super::not_a_map(r#"{"version":1,"fallback":"f","zones":{}}"#), None);
+        assert_eq!(
+            super::not_a_map("postgres://app:pw@db:5432/app").as_deref(),
+            Some("plain text of 29 characters")
+        );
+        assert_eq!(super::not_a_map("x").as_deref(), Some("plain text of 1 character"));
+        assert_eq!(super::not_a_map("[1,2]").as_deref(), Some("a JSON array of 2 elements"));
+        assert_eq!(super::not_a_map("\"pw\"").as_deref(), Some("a JSON string"));
+        assert_eq!(super::not_a_map("null").as_deref(), Some("JSON null"));
+    }
 
     #[test]
     fn another_applications_keys_are_named_bounded_never_their_values() {
