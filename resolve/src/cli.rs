@@ -126,9 +126,25 @@ pub struct ResolveArgs {
     /// How long a replica that failed the check is avoided (seconds).
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     unhealthy_ttl: u64,
-    /// Output: host:port, shell assignments for eval, or one JSON object.
+    /// Output: host:port, shell assignments for eval, one JSON object, or a Valkey GLIDE client's
+    /// configuration (glide: {"addresses", "cluster_mode", "read_from", "client_az", "use_tls"};
+    /// glide-env: the same as LOCALITY_GLIDE_ADDRESSES, LOCALITY_CLIENT_AZ, ... for eval).
     #[arg(long, value_enum, default_value_t = ResolveFormat::Endpoint)]
     format: ResolveFormat,
+    /// With --format glide or glide-env: GLIDE's read strategy. az-affinity reads from this
+    /// zone's replicas (else any replica); az-affinity-replicas-and-primary also from this
+    /// zone's primary before leaving the zone.
+    #[arg(long, value_enum, default_value_t = ReadFromArg::AzAffinity)]
+    read_from: ReadFromArg,
+}
+
+/// `--read-from`.
+#[derive(Clone, Copy, ValueEnum)]
+enum ReadFromArg {
+    /// AZAffinity
+    AzAffinity,
+    /// AZAffinityReplicasAndPrimary
+    AzAffinityReplicasAndPrimary,
 }
 
 /// The flags of `sidecar`.
@@ -195,6 +211,10 @@ enum ResolveFormat {
     Env,
     /// {"endpoint", "route", "zone", "zone_id", "zone_source", "reason"}
     Json,
+    /// A Valkey GLIDE client's configuration, one JSON object
+    Glide,
+    /// The GLIDE configuration as LOCALITY_GLIDE_* and LOCALITY_CLIENT_AZ lines for eval
+    GlideEnv,
 }
 
 fn parse_zone(value: &str) -> Result<crate::Zone, String> {
@@ -291,10 +311,16 @@ pub fn resolve(args: ResolveArgs) -> ExitCode {
     };
     options.check = args.check;
     options.unhealthy_ttl = std::time::Duration::from_secs(args.unhealthy_ttl);
+    let read_from = match args.read_from {
+        ReadFromArg::AzAffinity => crate::glide::ReadFrom::AzAffinity,
+        ReadFromArg::AzAffinityReplicasAndPrimary => crate::glide::ReadFrom::AzAffinityReplicasAndPrimary,
+    };
     let format = match args.format {
         ResolveFormat::Endpoint => crate::Format::Endpoint,
         ResolveFormat::Env => crate::Format::Env,
         ResolveFormat::Json => crate::Format::Json,
+        ResolveFormat::Glide => crate::Format::Glide(read_from),
+        ResolveFormat::GlideEnv => crate::Format::GlideEnv(read_from),
     };
     ExitCode::from(crate::run(
         &options,

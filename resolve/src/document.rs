@@ -1,7 +1,8 @@
 //! The published replica map and the one decision on it: which endpoint a client in a zone
 //! reads from. Version 1: `fallback`, `zones` (AZ name → endpoint) and, when the map publishes
-//! them, `zone_ids` (AZ ID → endpoint) and `replicas` (AZ name or ID → every usable endpoint of
-//! that zone). Pure functions.
+//! them, `zone_ids` (AZ ID → endpoint), `replicas` (AZ name or ID → every usable endpoint of
+//! that zone), `nodes` (every node of the group: endpoint, role, zone, zone ID, shard) and
+//! `configuration_endpoint` (a cluster-mode-enabled group's). Pure functions.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +22,102 @@ pub struct ReplicaMap {
     pub zone_ids: BTreeMap<String, String>,
     /// AZ name or ID → every usable endpoint of that zone.
     pub replicas: BTreeMap<String, Vec<String>>,
+    /// Every node of the group, primary included (empty when the map does not list them).
+    pub nodes: Vec<Node>,
+    /// `host:port` of a cluster-mode-enabled group's configuration endpoint; `None` for a
+    /// group with one shard (cluster mode disabled).
+    pub configuration_endpoint: Option<String>,
+}
+
+/// One node of the group, as the map's `nodes` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// `host:port`.
+    pub endpoint: String,
+    /// `primary` or `replica`.
+    pub role: NodeRole,
+    /// The node's AZ name.
+    pub zone: String,
+    /// The node's AZ ID, when the map knows it.
+    pub zone_id: Option<String>,
+    /// The shard (node group ID) in cluster mode.
+    pub shard: Option<String>,
+}
+
+/// A node's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeRole {
+    /// The writer (of its shard).
+    Primary,
+    /// A read replica.
+    Replica,
+}
+
+impl Node {
+    /// Whether the node is in `zone` (by ID when both know one, else by name).
+    pub fn in_zone(&self, zone: &Zone) -> bool {
+        match (&zone.id, &self.zone_id, &zone.name) {
+            (Some(id), Some(own), _) => id == own,
+            (_, _, Some(name)) => *name == self.zone,
+            _ => false,
+        }
+    }
+}
+
+/// The `nodes` list: each an object with `endpoint`, `role` and `zone` (and optionally
+/// `zone_id` and `shard`); unknown fields of a node are ignored.
+fn nodes(object: &serde_json::Map<String, serde_json::Value>) -> Result<Vec<Node>, DocumentError> {
+    let invalid = |problem: String| DocumentError::Invalid(format!("nodes: {problem}"));
+    let Some(found) = object.get("nodes") else {
+        return Ok(Vec::new());
+    };
+    let items = found.as_array().ok_or_else(|| invalid("not a list".into()))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(n, item)| {
+            let at = |problem: String| invalid(format!("[{n}]: {problem}"));
+            let node = item.as_object().ok_or_else(|| at("not an object".into()))?;
+            let text = |field: &str| node.get(field).and_then(serde_json::Value::as_str);
+            let endpoint = endpoint(node.get("endpoint").unwrap_or(&serde_json::Value::Null))
+                .map_err(|p| at(format!("endpoint: {p}")))?;
+            let role = match text("role") {
+                Some("primary") => NodeRole::Primary,
+                Some("replica") => NodeRole::Replica,
+                Some(other) => return Err(at(format!("role {} is neither primary nor replica", shown(other)))),
+                None => return Err(at("role is missing".into())),
+            };
+            let zone = text("zone")
+                .filter(|z| is_zone_name(z))
+                .ok_or_else(|| at("zone is not an AZ name".into()))?
+                .to_string();
+            let zone_id = match node.get("zone_id") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(v) => Some(
+                    v.as_str()
+                        .filter(|z| is_zone_id(z))
+                        .ok_or_else(|| at("zone_id is not an AZ ID".into()))?
+                        .to_string(),
+                ),
+            };
+            let shard = match node.get("shard") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(v) => Some(
+                    v.as_str()
+                        .filter(|s| !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_graphic()))
+                        .ok_or_else(|| at("shard is not a node group ID".into()))?
+                        .to_string(),
+                ),
+            };
+            Ok(Node {
+                endpoint,
+                role,
+                zone,
+                zone_id,
+                shard,
+            })
+        })
+        .collect()
 }
 
 /// A map that cannot be used at all.
@@ -147,11 +244,18 @@ impl ReplicaMap {
                 items.iter().map(endpoint).collect()
             },
         )?;
+        let nodes = nodes(object)?;
+        let configuration_endpoint = match object.get("configuration_endpoint") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(endpoint(v).map_err(|p| DocumentError::Invalid(format!("configuration_endpoint: {p}")))?),
+        };
         Ok(ReplicaMap {
             fallback,
             zones,
             zone_ids,
             replicas,
+            nodes,
+            configuration_endpoint,
         })
     }
 

@@ -31,6 +31,7 @@ pub mod check;
 pub mod cli;
 pub mod detect;
 pub mod document;
+pub mod glide;
 // HAProxy, its runtime API over a Unix socket, and signals: Unix only.
 #[cfg(unix)]
 pub mod sidecar;
@@ -466,18 +467,43 @@ pub enum Format {
     Env,
     /// One JSON object.
     Json,
+    /// A Valkey GLIDE client's configuration, one JSON object ([`glide`]).
+    Glide(glide::ReadFrom),
+    /// The same as shell assignments for `eval`.
+    GlideEnv(glide::ReadFrom),
 }
 
 /// The `locality resolve` command: resolves and prints the answer on `out`; on the fallback
 /// route the reason also goes to `err` as one line. Exit status 0 whenever an endpoint is
 /// printed, 1 when none can be.
 pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> u8 {
+    if let Format::Glide(read_from) | Format::GlideEnv(read_from) = format {
+        return match glide::configure(options, read_from) {
+            Ok((config, warnings)) => {
+                for warning in &warnings {
+                    let _ = writeln!(err, "locality resolve: {warning}");
+                }
+                let text = match format {
+                    Format::GlideEnv(_) => config.to_env(),
+                    _ => format!("{}\n", config.to_json()),
+                };
+                match out.write_all(text.as_bytes()) {
+                    Ok(()) => 0,
+                    Err(_) => 1,
+                }
+            }
+            Err(problem) => {
+                let _ = writeln!(err, "locality resolve: {problem}");
+                1
+            }
+        };
+    }
     match resolve(options) {
         Ok(resolution) => {
             let text = match format {
                 Format::Endpoint => format!("{}\n", resolution.endpoint),
                 Format::Env => resolution.to_env(),
-                Format::Json => format!("{}\n", resolution.to_json()),
+                Format::Json | Format::Glide(_) | Format::GlideEnv(_) => format!("{}\n", resolution.to_json()),
             };
             for note in &resolution.notes {
                 let _ = writeln!(err, "locality resolve: {note}");

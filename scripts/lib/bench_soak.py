@@ -254,6 +254,10 @@ print("sidecar (locality-app): RSS %d → %d KiB, threads %d → %d, descriptors
       % (own0[0], own1[0], own0[1], own1[1], own0[2], own1[2]))
 print("HAProxy (%d → %d processes): RSS %d → %d KiB, threads %d → %d, descriptors %d → %d"
       % (n0, n1, hap0[0], hap1[0], hap0[1], hap1[1], hap0[2], hap1[2]))
+log.flush()
+said = open(os.path.join(work, "soak-sidecar.log")).read()
+print("map changes applied: %d at run time, %d by a reload (open sessions stay on the old worker until they end)"
+      % (said.count("(applied at run time)"), said.count("(HAProxy reloaded")))
 sidecar.send_signal(signal.SIGTERM)
 sidecar.wait(timeout=10)
 for node in (primary, a1, a2, reader):

@@ -125,7 +125,6 @@ impl From<AwsError> for Diagnostic {
         let summary = match &e {
             AwsError::NotFound(_) => "Not found in AWS",
             AwsError::AlreadyExists(_) => "Already exists in AWS",
-            AwsError::ClusterMode(_) => "Cluster mode is not supported",
             AwsError::Sdk(_) | AwsError::Unconfirmed(_) => "AWS API error",
         };
         Diagnostic::error(summary, e.to_string())

@@ -297,6 +297,11 @@ pub fn plan(
             };
         }
     };
+    if let Some(configuration) = &map.configuration_endpoint {
+        return Err(format!(
+            "the map is a cluster-mode-enabled group's (configuration endpoint {configuration}): HAProxy cannot follow a cluster's MOVED redirections, so the sidecar cannot serve it; configure Valkey GLIDE's cluster client with `locality resolve --format glide` instead"
+        ));
+    }
     tls_names(&mut std::iter::once(&map.fallback))?;
     let Some(zone) = zone else {
         let reason = zone_failure.unwrap_or("this process's zone is not known").to_string();

@@ -86,6 +86,8 @@ pub struct Node {
     pub zone: String,
     /// `primary` or `replica`.
     pub role: String,
+    /// Its node group (shard) ID, in cluster mode.
+    pub shard: Option<String>,
 }
 
 /// A discovered topology.
@@ -97,6 +99,11 @@ pub struct Discovered {
     pub reader_endpoint: Option<String>,
     /// The primary endpoint (used as the fallback when there is no reader endpoint).
     pub primary_endpoint: Option<String>,
+    /// A cluster-mode-enabled group's configuration endpoint.
+    pub configuration_endpoint: Option<String>,
+    /// Nodes whose endpoint DescribeCacheClusters did not give, named from the configuration
+    /// endpoint as ElastiCache names them (`clustercfg.X` → `<cache cluster ID>.X`).
+    pub named_from_configuration: Vec<String>,
 }
 
 /// What can go wrong.
@@ -108,9 +115,6 @@ pub enum AwsError {
     /// The parameter already exists (create refuses to take it over).
     #[error("{0} already exists")]
     AlreadyExists(String),
-    /// Cluster mode enabled: several shards, no single per-AZ map.
-    #[error("replication group {0} has cluster mode enabled")]
-    ClusterMode(String),
     /// Anything else the SDK reports (access denied, throttling, ...), with its full context.
     #[error("{0}")]
     Sdk(String),
@@ -371,10 +375,15 @@ impl Aws {
             .ok_or_else(|| AwsError::Sdk("STS GetCallerIdentity returned no account".into()))
     }
 
-    /// DescribeReplicationGroups: members, AZs, roles and read endpoints (cluster mode disabled).
+    /// DescribeReplicationGroups: members, AZs, roles and read endpoints. A cluster-mode-enabled
+    /// group's members have no read endpoint there: theirs come from DescribeCacheClusters
+    /// (`ShowCacheNodeInfo`), and where that gives none (emulators), from the configuration
+    /// endpoint as ElastiCache names nodes; their role, which ElastiCache reports only for
+    /// cluster-mode-disabled groups, is the one each shard was created with (the member `-001`
+    /// is its primary).
     ///
     /// # Errors
-    /// [`AwsError::NotFound`], [`AwsError::ClusterMode`], or the SDK's error.
+    /// [`AwsError::NotFound`], or the SDK's error.
     pub async fn discover(&self, group: &str) -> Result<Discovered, AwsError> {
         tracing::debug!(aws_call = "elasticache:DescribeReplicationGroups");
         let output = self
@@ -396,33 +405,96 @@ impl Aws {
             .replication_groups()
             .first()
             .ok_or_else(|| AwsError::NotFound(format!("replication group {group:?}")))?;
-        let cluster_mode = rg.cluster_enabled() == Some(true) || rg.node_groups().len() > 1;
-        if cluster_mode {
-            return Err(AwsError::ClusterMode(group.to_string()));
-        }
         let endpoint = |e: Option<&aws_sdk_elasticache::types::Endpoint>| {
             e.and_then(|e| Some(format!("{}:{}", e.address()?, e.port().unwrap_or(6379))))
         };
+        let cluster_mode = rg.cluster_enabled() == Some(true) || rg.node_groups().len() > 1;
+        let configuration_endpoint = if cluster_mode {
+            endpoint(rg.configuration_endpoint())
+        } else {
+            None
+        };
+        let cache_nodes = if cluster_mode {
+            self.cache_node_endpoints(group).await?
+        } else {
+            BTreeMap::new()
+        };
         let mut nodes = Vec::new();
+        let mut named_from_configuration = Vec::new();
         let (mut reader, mut primary) = (None, None);
         for ng in rg.node_groups() {
             reader = reader.or_else(|| endpoint(ng.reader_endpoint()));
             primary = primary.or_else(|| endpoint(ng.primary_endpoint()));
             for m in ng.node_group_members() {
-                if let (Some(ep), Some(zone)) = (endpoint(m.read_endpoint()), m.preferred_availability_zone()) {
-                    nodes.push(Node {
-                        endpoint: ep,
-                        zone: zone.to_string(),
-                        role: m.current_role().unwrap_or("replica").to_string(),
-                    });
-                }
+                let Some(zone) = m.preferred_availability_zone() else {
+                    continue;
+                };
+                let cluster_id = m.cache_cluster_id().unwrap_or_default();
+                let found = endpoint(m.read_endpoint()).or_else(|| cache_nodes.get(cluster_id).cloned());
+                let found = found.or_else(|| {
+                    let named = configuration_endpoint
+                        .as_deref()?
+                        .strip_prefix("clustercfg.")
+                        .filter(|_| !cluster_id.is_empty())
+                        .map(|rest| format!("{cluster_id}.{rest}"))?;
+                    named_from_configuration.push(cluster_id.to_string());
+                    Some(named)
+                });
+                let Some(ep) = found else {
+                    continue;
+                };
+                let role = match m.current_role() {
+                    Some(role) => role.to_string(),
+                    None if cluster_mode && cluster_id.ends_with("-001") => "primary".to_string(),
+                    None => "replica".to_string(),
+                };
+                nodes.push(Node {
+                    endpoint: ep,
+                    zone: zone.to_string(),
+                    role,
+                    shard: if cluster_mode {
+                        ng.node_group_id().map(str::to_string)
+                    } else {
+                        None
+                    },
+                });
             }
         }
         Ok(Discovered {
             nodes,
             reader_endpoint: reader,
             primary_endpoint: primary,
+            configuration_endpoint,
+            named_from_configuration,
         })
+    }
+
+    /// DescribeCacheClusters (`ShowCacheNodeInfo`, every page): cache cluster ID → `host:port`
+    /// of its node, for the clusters of `group`.
+    async fn cache_node_endpoints(&self, group: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        tracing::debug!(aws_call = "elasticache:DescribeCacheClusters");
+        let mut found = BTreeMap::new();
+        let mut pages = self
+            .elasticache
+            .describe_cache_clusters()
+            .show_cache_node_info(true)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| self.sdk(&format!("elasticache:DescribeCacheClusters for {group:?}"), e))?;
+            for cluster in page.cache_clusters() {
+                if cluster.replication_group_id() != Some(group) {
+                    continue;
+                }
+                let node = cluster.cache_nodes().first().and_then(|n| n.endpoint());
+                if let (Some(id), Some(node)) = (cluster.cache_cluster_id(), node) {
+                    if let Some(address) = node.address() {
+                        found.insert(id.to_string(), format!("{address}:{}", node.port().unwrap_or(6379)));
+                    }
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// GetSecretValue: the current string and its VersionId; `None` when the secret (or its

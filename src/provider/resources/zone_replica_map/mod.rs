@@ -124,6 +124,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             &map.uncovered_zones,
             &document,
         );
+        planned.set_cluster(map.configuration_endpoint.as_deref(), map.shards.as_ref());
         if let Some(Target::File(path)) = &target {
             if !ctx.data.claim_published_file(path, &document) {
                 diags.attribute_error(
@@ -513,7 +514,7 @@ async fn topology(
         ),
         Field::Unknown => return None,
     };
-    let (members, fallback) = match &planned.replication_group_id {
+    let (members, fallback, configuration_endpoint) = match &planned.replication_group_id {
         Field::Unknown => return None,
         Field::Known(group) => discovered(ctx, group, configured_fallback, diags).await?,
         Field::Null => {
@@ -531,10 +532,26 @@ async fn topology(
                             Field::Known(_) | Field::Null => Role::Replica,
                             Field::Unknown => return None,
                         },
+                        shard: match &m.shard {
+                            Field::Known(shard) => Some(shard.clone()),
+                            Field::Null => None,
+                            Field::Unknown => return None,
+                        },
                     })
                 })
                 .collect::<Option<Vec<_>>>()?;
-            (members, configured_fallback.get()?.clone())
+            let configuration_endpoint = match &planned.configuration_endpoint {
+                Field::Known(endpoint) => Some(endpoint.clone()),
+                Field::Null => None,
+                Field::Unknown => return None,
+            };
+            // In cluster mode the fallback defaults to the configuration endpoint.
+            let fallback = match (configured_fallback.get(), &configuration_endpoint) {
+                (Some(fallback), _) => fallback.clone(),
+                (None, Some(endpoint)) => endpoint.clone(),
+                (None, None) => return None,
+            };
+            (members, fallback, configuration_endpoint)
         }
     };
     Some(Topology {
@@ -544,16 +561,18 @@ async fn topology(
         read_from_primary,
         zone_ids,
         spread_replicas,
+        configuration_endpoint,
     })
 }
 
-/// The members and fallback of a replication group, from ElastiCache.
+/// The members, fallback and (cluster mode) configuration endpoint of a replication group,
+/// from ElastiCache.
 async fn discovered(
     ctx: &Context<ProviderData>,
     group: &str,
     configured_fallback: &Field<String>,
     diags: &mut Diagnostics,
-) -> Option<(Vec<Member>, String)> {
+) -> Option<(Vec<Member>, String, Option<String>)> {
     let at = || AttributePath::root("replication_group_id");
     let found = match ctx.data.aws().await.discover(group).await {
         Ok(d) => d,
@@ -562,14 +581,6 @@ async fn discovered(
                 at(),
                 "Replication group not found",
                 format!("{what} does not exist in this region (DescribeReplicationGroups)."),
-            );
-            return None;
-        }
-        Err(AwsError::ClusterMode(g)) => {
-            diags.attribute_error(
-                at(),
-                "Cluster mode is not supported",
-                format!("Replication group {g:?} has cluster mode enabled: keys are spread over shards, so one replica per AZ cannot serve every read. Use a cluster-mode-disabled group."),
             );
             return None;
         }
@@ -589,14 +600,28 @@ async fn discovered(
             } else {
                 Role::Replica
             },
+            shard: n.shard.clone(),
         })
         .collect();
+    if !found.named_from_configuration.is_empty() {
+        diags.warning(
+            "Node endpoints named from the configuration endpoint",
+            format!(
+                "DescribeCacheClusters gave no endpoint for {} of {group:?} (an emulator); their endpoints in `nodes` are named from the configuration endpoint as ElastiCache names nodes (`clustercfg.X` → `<cache cluster ID>.X`).",
+                found.named_from_configuration.join(", ")
+            ),
+        );
+    }
     let fallback = match (
         configured_fallback.get(),
         &found.reader_endpoint,
         &found.primary_endpoint,
     ) {
         (Some(configured), _, _) => configured.clone(),
+        // Cluster mode: clients start at the configuration endpoint.
+        (None, _, _) if found.configuration_endpoint.is_some() => {
+            found.configuration_endpoint.clone().unwrap_or_default()
+        }
         (None, Some(reader), _) => reader.clone(),
         (None, None, Some(primary)) => {
             diags.warning(
@@ -616,7 +641,7 @@ async fn discovered(
             return None;
         }
     };
-    Some((members, fallback))
+    Some((members, fallback, found.configuration_endpoint))
 }
 
 #[cfg(test)]
@@ -641,5 +666,25 @@ mod tests {
         let mut diags = Diagnostics::default();
         let imported = ZoneReplicaMap.import(&ctx, "ssm:/prod/map", &mut diags).await.unwrap();
         assert_eq!(imported.id.get().map(String::as_str), Some("ssm:/prod/map"));
+    }
+
+    /// Issue 43, item 8: delete refuses a path with `..` components, as create and read do, and
+    /// removes nothing there.
+    #[tokio::test]
+    async fn delete_refuses_parent_components_as_create_and_read_do() {
+        let data = ProviderData::new(ProviderConfig::default());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let victim = dir.path().join("victim.json");
+        std::fs::write(&victim, "{}").unwrap();
+        let target = Target::File(dir.path().join("sub/../victim.json"));
+        let refused = target.delete(&data).await.unwrap_err().to_string();
+        assert!(
+            refused.contains("`..` components are refused") || refused.contains("with `..` components"),
+            "{refused}"
+        );
+        assert!(victim.exists(), "the file behind `..` was removed");
+        let read = target.read(&data).await.unwrap_err().to_string();
+        assert!(read.contains("`..`"), "{read}");
     }
 }

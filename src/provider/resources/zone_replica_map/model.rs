@@ -16,6 +16,8 @@ crate::model! {
         pub zone: Field<String>,
         /// `replica` or `primary`.
         pub role: Field<String>,
+        /// The node group (shard), in cluster mode.
+        pub shard: Field<String>,
     }
 }
 
@@ -80,6 +82,10 @@ crate::model! {
         pub endpoints: Field<BTreeMap<String, Field<String>>>,
         /// AZs whose reads still cross a zone.
         pub uncovered_zones: Field<Vec<Field<String>>>,
+        /// A cluster-mode-enabled group's configuration endpoint.
+        pub configuration_endpoint: Field<String>,
+        /// Cluster mode: shard → AZ → its nodes there.
+        pub shards: Field<BTreeMap<String, Field<BTreeMap<String, Field<Vec<Field<String>>>>>>>,
         /// The published JSON.
         pub document: Field<String>,
         /// The published version.
@@ -249,6 +255,30 @@ impl ZoneReplicaMapModel {
             Some(map) => Field::Known(
                 map.iter()
                     .map(|(zone, list)| (zone.clone(), Field::known_list(list.iter().cloned())))
+                    .collect(),
+            ),
+            None => Field::Null,
+        };
+    }
+
+    /// Sets the cluster-mode parts: the configuration endpoint (kept as configured when not
+    /// cluster mode) and the shards (null when not cluster mode).
+    pub fn set_cluster(&mut self, configuration_endpoint: Option<&str>, shards: Option<&super::replica_map::Shards>) {
+        self.configuration_endpoint = match configuration_endpoint {
+            Some(endpoint) => endpoint.into(),
+            None => Field::Null,
+        };
+        self.shards = match shards {
+            Some(shards) => Field::Known(
+                shards
+                    .iter()
+                    .map(|(shard, zones)| {
+                        let zones = zones
+                            .iter()
+                            .map(|(zone, list)| (zone.clone(), Field::known_list(list.iter().cloned())))
+                            .collect();
+                        (shard.clone(), Field::Known(zones))
+                    })
                     .collect(),
             ),
             None => Field::Null,

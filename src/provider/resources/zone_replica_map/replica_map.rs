@@ -1,6 +1,10 @@
 //! The replica map itself, the domain (no Terraform here): from a topology (members,
 //! fallback, zones) to the endpoints per AZ and the published document, and back from a
 //! published document. Pure functions, no I/O.
+//!
+//! In cluster mode (a configuration endpoint; members carry their shard) no one replica serves
+//! every key: `zones` has no entry, the fallback is the configuration endpoint, and a zone is
+//! uncovered when some shard has no replica there. Every node is listed in `nodes` either way.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,6 +28,8 @@ pub struct Member {
     pub zone: String,
     /// Role.
     pub role: Role,
+    /// The node group (shard), in cluster mode.
+    pub shard: Option<String>,
 }
 
 /// The inputs of the map.
@@ -41,7 +47,12 @@ pub struct Topology {
     pub zone_ids: Option<BTreeMap<String, String>>,
     /// Whether the document lists every usable node of each AZ (`replicas`).
     pub spread_replicas: bool,
+    /// A cluster-mode-enabled group's configuration endpoint (cluster mode when set).
+    pub configuration_endpoint: Option<String>,
 }
+
+/// Shard → AZ → the shard's nodes in that AZ (cluster mode).
+pub(super) type Shards = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 /// What gets published.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,15 +67,80 @@ pub struct ReplicaMap {
     pub endpoints_by_zone_id: Option<BTreeMap<String, String>>,
     /// AZ name (and AZ ID, with `zone_ids`) → every usable node (with `spread_replicas`).
     pub replicas: Option<BTreeMap<String, Vec<String>>>,
+    /// Every node, as the document lists it (sorted by shard, role, endpoint).
+    pub nodes: Vec<Member>,
+    /// AZ name → AZ ID, for the nodes' `zone_id` (with `zone_ids`).
+    pub node_zone_ids: BTreeMap<String, String>,
+    /// The configuration endpoint (cluster mode).
+    pub configuration_endpoint: Option<String>,
+    /// Shard → AZ → its nodes there (cluster mode; `None` otherwise).
+    pub shards: Option<Shards>,
 }
 
 impl Topology {
+    /// Every node, sorted by shard, role (primary first) and endpoint, duplicates removed.
+    fn sorted_nodes(&self) -> Vec<Member> {
+        let mut nodes = self.members.clone();
+        nodes.sort_by(|a, b| {
+            (&a.shard, a.role != Role::Primary, &a.endpoint).cmp(&(&b.shard, b.role != Role::Primary, &b.endpoint))
+        });
+        nodes.dedup_by(|a, b| a.endpoint == b.endpoint);
+        nodes
+    }
+
+    /// Cluster mode: no zone entry; a zone is uncovered when some shard has no replica there
+    /// (nor, with `read_from_primary`, its primary).
+    fn cluster_map(&self, configuration_endpoint: &str, zones: BTreeSet<String>) -> ReplicaMap {
+        let mut shards: Shards = BTreeMap::new();
+        for m in &self.members {
+            let shard = m.shard.clone().unwrap_or_default();
+            shards
+                .entry(shard)
+                .or_default()
+                .entry(m.zone.clone())
+                .or_default()
+                .push(m.endpoint.clone());
+        }
+        for zones in shards.values_mut() {
+            for list in zones.values_mut() {
+                list.sort();
+                list.dedup();
+            }
+        }
+        let uncovered = zones
+            .into_iter()
+            .filter(|zone| {
+                shards.keys().any(|shard| {
+                    !self.members.iter().any(|m| {
+                        m.shard.clone().unwrap_or_default() == *shard
+                            && m.zone == *zone
+                            && (m.role == Role::Replica || self.read_from_primary)
+                    })
+                })
+            })
+            .collect();
+        ReplicaMap {
+            fallback: self.fallback.clone(),
+            endpoints: BTreeMap::new(),
+            uncovered_zones: uncovered,
+            endpoints_by_zone_id: self.zone_ids.as_ref().map(|_| BTreeMap::new()),
+            replicas: None,
+            nodes: self.sorted_nodes(),
+            node_zone_ids: self.zone_ids.clone().unwrap_or_default(),
+            configuration_endpoint: Some(configuration_endpoint.to_string()),
+            shards: Some(shards),
+        }
+    }
+
     /// Chooses one endpoint per client AZ.
     pub fn replica_map(&self) -> ReplicaMap {
         let zones: BTreeSet<String> = self
             .zones
             .clone()
             .unwrap_or_else(|| self.members.iter().map(|m| m.zone.clone()).collect());
+        if let Some(configuration_endpoint) = &self.configuration_endpoint {
+            return self.cluster_map(configuration_endpoint, zones);
+        }
         let mut endpoints = BTreeMap::new();
         let mut spread = BTreeMap::new();
         let mut uncovered = Vec::new();
@@ -115,15 +191,20 @@ impl Topology {
             uncovered_zones: uncovered,
             endpoints_by_zone_id,
             replicas,
+            nodes: self.sorted_nodes(),
+            node_zone_ids: self.zone_ids.clone().unwrap_or_default(),
+            configuration_endpoint: None,
+            shards: None,
         }
     }
 }
 
 impl ReplicaMap {
     /// The published JSON: `{"version":1,"fallback":...,"zones":{...}}`, then `zone_ids` (AZ
-    /// ID → endpoint) and `replicas` (AZ name or ID → every usable node) when configured; map
-    /// keys sorted, no whitespace, no timestamp. A map without the opt-in parts is byte for byte
-    /// what earlier versions published.
+    /// ID → endpoint) and `replicas` (AZ name or ID → every usable node) when configured, then
+    /// `nodes` (every node: `endpoint`, `role`, `zone`, and `zone_id` and `shard` when known)
+    /// and, in cluster mode, `configuration_endpoint`; map keys sorted, no whitespace, no
+    /// timestamp.
     pub fn document(&self) -> String {
         let mut doc = serde_json::Map::new();
         doc.insert("version".into(), 1.into());
@@ -134,6 +215,31 @@ impl ReplicaMap {
         }
         if let Some(replicas) = &self.replicas {
             doc.insert("replicas".into(), object(replicas));
+        }
+        let nodes: Vec<serde_json::Value> = self
+            .nodes
+            .iter()
+            .map(|m| {
+                let mut node = serde_json::Map::new();
+                node.insert("endpoint".into(), m.endpoint.clone().into());
+                let role = match m.role {
+                    Role::Primary => "primary",
+                    Role::Replica => "replica",
+                };
+                node.insert("role".into(), role.into());
+                node.insert("zone".into(), m.zone.clone().into());
+                if let Some(id) = self.node_zone_ids.get(&m.zone) {
+                    node.insert("zone_id".into(), id.clone().into());
+                }
+                if let Some(shard) = &m.shard {
+                    node.insert("shard".into(), shard.clone().into());
+                }
+                serde_json::Value::Object(node)
+            })
+            .collect();
+        doc.insert("nodes".into(), nodes.into());
+        if let Some(endpoint) = &self.configuration_endpoint {
+            doc.insert("configuration_endpoint".into(), endpoint.clone().into());
         }
         serde_json::Value::Object(doc).to_string()
     }
@@ -217,6 +323,7 @@ mod tests {
             endpoint: endpoint.into(),
             zone: zone.into(),
             role,
+            shard: None,
         }
     }
 
@@ -232,7 +339,66 @@ mod tests {
             read_from_primary: false,
             zone_ids: None,
             spread_replicas: false,
+            configuration_endpoint: None,
         }
+    }
+
+    const NODES: &str = r#""nodes":[{"endpoint":"node-001.example:6379","role":"primary","zone":"ap-northeast-1a"},{"endpoint":"node-002.example:6379","role":"replica","zone":"ap-northeast-1c"},{"endpoint":"node-003.example:6379","role":"replica","zone":"ap-northeast-1c"}]"#;
+
+    #[test]
+    fn cluster_mode_lists_every_shard_and_claims_no_zone() {
+        let mut members = Vec::new();
+        for shard in ["0001", "0002"] {
+            for (n, zone) in ["ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"]
+                .iter()
+                .enumerate()
+            {
+                let role = if n == 0 { Role::Primary } else { Role::Replica };
+                members.push(Member {
+                    endpoint: format!("g-{shard}-00{}.g.x.apne1.cache.amazonaws.com:6379", n + 1),
+                    zone: zone.to_string(),
+                    role,
+                    shard: Some(shard.into()),
+                });
+            }
+        }
+        // Shard 0002 has no replica in 1d.
+        members.pop();
+        let t = Topology {
+            members,
+            fallback: "clustercfg.g.x.apne1.cache.amazonaws.com:6379".into(),
+            zones: None,
+            read_from_primary: false,
+            zone_ids: Some(
+                [
+                    ("ap-northeast-1a", "apne1-az4"),
+                    ("ap-northeast-1c", "apne1-az1"),
+                    ("ap-northeast-1d", "apne1-az2"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ),
+            spread_replicas: true,
+            configuration_endpoint: Some("clustercfg.g.x.apne1.cache.amazonaws.com:6379".into()),
+        };
+        let map = t.replica_map();
+        assert!(map.endpoints.is_empty() && map.replicas.is_none());
+        // 1a holds only primaries; 1d has no replica of shard 0002.
+        assert_eq!(map.uncovered_zones, ["ap-northeast-1a", "ap-northeast-1d"]);
+        let shards = map.shards.clone().unwrap();
+        assert_eq!(
+            shards["0002"]["ap-northeast-1c"],
+            ["g-0002-002.g.x.apne1.cache.amazonaws.com:6379"]
+        );
+        assert!(!shards["0002"].contains_key("ap-northeast-1d"));
+        let doc = map.document();
+        assert!(doc.starts_with(r#"{"version":1,"fallback":"clustercfg.g.x.apne1.cache.amazonaws.com:6379","zones":{},"zone_ids":{},"nodes":[{"endpoint":"g-0001-001.g.x.apne1.cache.amazonaws.com:6379","role":"primary","zone":"ap-northeast-1a","zone_id":"apne1-az4","shard":"0001"},"#), "{doc}");
+        assert!(
+            doc.ends_with(r#""configuration_endpoint":"clustercfg.g.x.apne1.cache.amazonaws.com:6379"}"#),
+            "{doc}"
+        );
+        assert_eq!(doc.matches(r#""shard":"#).count(), 5);
     }
 
     #[test]
@@ -248,7 +414,7 @@ mod tests {
         let map = t.replica_map();
         assert_eq!(
             map.document(),
-            r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"},"zone_ids":{"apne1-az1":"node-002.example:6379"},"replicas":{"ap-northeast-1c":["node-002.example:6379","node-003.example:6379"],"apne1-az1":["node-002.example:6379","node-003.example:6379"]}}"#
+            r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"},"zone_ids":{"apne1-az1":"node-002.example:6379"},"replicas":{"ap-northeast-1c":["node-002.example:6379","node-003.example:6379"],"apne1-az1":["node-002.example:6379","node-003.example:6379"]},"nodes":[{"endpoint":"node-001.example:6379","role":"primary","zone":"ap-northeast-1a","zone_id":"apne1-az4"},{"endpoint":"node-002.example:6379","role":"replica","zone":"ap-northeast-1c","zone_id":"apne1-az1"},{"endpoint":"node-003.example:6379","role":"replica","zone":"ap-northeast-1c","zone_id":"apne1-az1"}]}"#
         );
     }
 
@@ -260,7 +426,9 @@ mod tests {
         assert_eq!(map.uncovered_zones, ["ap-northeast-1a"]);
         assert_eq!(
             map.document(),
-            r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"}}"#
+            format!(
+                r#"{{"version":1,"fallback":"reader.example:6379","zones":{{"ap-northeast-1c":"node-002.example:6379"}},{NODES}}}"#
+            )
         );
     }
 

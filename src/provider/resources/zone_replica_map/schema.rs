@@ -27,8 +27,14 @@ pub fn schema() -> Schema {
                 .description("The publish target as `<kind>:<name>`, e.g. `file:/etc/locality/replicas.json`."),
         )
         .attribute(Attribute::string("replication_group_id").optional().description(
-            "The ElastiCache replication group (cluster mode disabled) to discover the topology from: every member's \
-             read endpoint, AZ and role (DescribeReplicationGroups, at every plan). Exactly one of this and `member` blocks.",
+            "The ElastiCache replication group to discover the topology from: every member's read endpoint, AZ and \
+             role (DescribeReplicationGroups, at every plan). Exactly one of this and `member` blocks. A \
+             cluster-mode-enabled group is accepted: every shard's members and AZs from DescribeReplicationGroups, \
+             their endpoints from DescribeCacheClusters (`ShowCacheNodeInfo`; where it gives none, as some emulators \
+             do, named from the configuration endpoint as ElastiCache names nodes, with a warning), and their role as \
+             each shard was created (ElastiCache reports no live role in cluster mode: member `-001` is the primary). \
+             The map then holds no zone entry (no one replica serves every key), `configuration_endpoint` is \
+             published, the fallback defaults to it, and `uncovered_zones` lists the AZs where some shard has no replica.",
         ))
         .attribute(Attribute::string("fallback_endpoint").optional().computed().description(
             "`host:port` that clients use when their AZ has no entry. Required with `member` blocks. With \
@@ -76,6 +82,20 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("tags_all", Type::map(Type::String)).computed().description(
             "The parameter's tags: `tags` over the provider's `aws.default_tags` (null for a file or secret target).",
         ))
+        .attribute(Attribute::string("configuration_endpoint").optional().computed().description(
+            "`host:port` of a cluster-mode-enabled group's configuration endpoint, where cluster clients (Valkey GLIDE's \
+             cluster client) start: discovered with `replication_group_id`; with `member` blocks, given here (with each \
+             `member`'s `shard`). Published as `configuration_endpoint`; null for a group without cluster mode.",
+        ))
+        .attribute(
+            Attribute::typed("shards", Type::map(Type::map(Type::list(Type::String))))
+                .computed()
+                .description(
+                    "Cluster mode: shard (node group ID) → AZ → the shard's nodes in that AZ, as published in `nodes`; a \
+                     replaced node or a shard that loses its replica in an AZ shows in the plan under its shard and AZ. \
+                     Null without cluster mode.",
+                ),
+        )
         .attribute(Attribute::typed("endpoints", Type::map(Type::String)).computed().description(
             "The published map: AZ name → `host:port` of the replica in that AZ. When several replicas share \
              an AZ, the one whose endpoint sorts first is used.",
@@ -107,6 +127,9 @@ pub fn schema() -> Schema {
                 ))
                 .attribute(Attribute::string("role").default("replica").description(
                     "The node's role: `replica` or `primary`.",
+                ))
+                .attribute(Attribute::string("shard").optional().description(
+                    "The node group (shard) ID, in cluster mode (with `configuration_endpoint`); published in `nodes`.",
                 )),
         ))
         .block(
