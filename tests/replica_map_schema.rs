@@ -418,3 +418,53 @@ async fn every_document_the_provider_writes_is_valid() {
     }
     assert_eq!(checked, 16);
 }
+
+/// Issue 44: `nodes` and `configuration_endpoint`, as the schema and the parser both read them.
+#[test]
+fn nodes_and_the_configuration_endpoint_agree_with_the_schema() {
+    let v = validator();
+    let node = |extra: Value| {
+        let mut n = json!({"endpoint": "a.example:6379", "role": "replica", "zone": "ap-northeast-1a"});
+        for (k, x) in extra.as_object().unwrap() {
+            n[k] = x.clone();
+        }
+        n
+    };
+    let doc = |nodes: Value, configuration: Option<&str>| {
+        let mut d = json!({"version": 1, "fallback": "r.example:6379", "nodes": nodes});
+        if let Some(c) = configuration {
+            d["configuration_endpoint"] = c.into();
+        }
+        d.to_string()
+    };
+    let accepted = [
+        doc(json!([]), None),
+        doc(json!([node(json!({}))]), None),
+        doc(
+            json!([node(json!({"zone_id": "apne1-az4", "shard": "0001"}))]),
+            Some("cfg.example:6379"),
+        ),
+        doc(json!([node(json!({"role": "primary", "unknown": 1}))]), None),
+    ];
+    for text in accepted {
+        assert!(agree(&v, &text), "{text}");
+    }
+    let refused = [
+        doc(json!({}), None),
+        doc(json!([1]), None),
+        doc(json!([node(json!({"role": "writer"}))]), None),
+        doc(json!([node(json!({"zone": "apne1-az4"}))]), None),
+        doc(json!([node(json!({"zone_id": "ap-northeast-1a"}))]), None),
+        doc(json!([node(json!({"endpoint": "a:0"}))]), None),
+        doc(json!([node(json!({"shard": ""}))]), None),
+        doc(json!([node(json!({"shard": "a b"}))]), None),
+        doc(
+            json!([json!({"endpoint": "a.example:6379", "zone": "ap-northeast-1a"})]),
+            None,
+        ),
+        doc(json!([]), Some("not an endpoint")),
+    ];
+    for text in refused {
+        assert!(!agree(&v, &text), "{text}");
+    }
+}

@@ -3545,3 +3545,451 @@ fn a_ca_file_another_user_owns_is_refused_by_root() {
     );
     assert!(!dir.path().join("run/ca.pem").exists(), "the file was copied");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Valkey GLIDE's AZ affinity configured from the map alone (issue 44): every node listed,
+// `client_az` in the nodes' own spelling, cluster mode from the configuration endpoint.
+// ---------------------------------------------------------------------------------------------
+
+/// The node_modules with npm's `@valkey/valkey-glide` (LOCALITY_GLIDE_NODE_MODULES, set by
+/// scripts/test).
+fn glide_node_modules() -> PathBuf {
+    let path = std::env::var_os("LOCALITY_GLIDE_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/glide-node/node_modules"));
+    assert!(
+        path.join("@valkey/valkey-glide").exists(),
+        "@valkey/valkey-glide not found in {} (scripts/test installs it with npm)",
+        path.display()
+    );
+    path
+}
+
+/// A map with `nodes` (and their zone IDs) for nodes given as (node, role, zone name, zone ID).
+fn nodes_map(fallback: &str, nodes: &[(&Node, &str, &str, &str)], configuration: Option<&str>) -> String {
+    let listed: Vec<serde_json::Value> = nodes
+        .iter()
+        .map(|(node, role, zone, id)| serde_json::json!({"endpoint": node.endpoint(), "role": role, "zone": zone, "zone_id": id}))
+        .collect();
+    let mut map = serde_json::json!({"version": 1, "fallback": fallback, "zones": {}, "nodes": listed});
+    if let Some(endpoint) = configuration {
+        map["configuration_endpoint"] = endpoint.into();
+    }
+    map.to_string()
+}
+
+/// `locality resolve --format glide` (more `args`), with `env`: the JSON line and stderr.
+fn resolve_glide(map: &Path, args: &[&str], env: &[(&str, &str)]) -> (serde_json::Value, String) {
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_locality"));
+    cmd.args(["resolve", "--format", "glide", "--cache-dir"])
+        .arg(cache.path())
+        .arg("--map")
+        .arg(map)
+        .args(args)
+        .env_remove("LOCALITY_ZONE")
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "one JSON line and nothing else: {stdout}");
+    (
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}")),
+        stderr,
+    )
+}
+
+/// The guide's GLIDE snippets, as written: the entrypoint (its map source the test's file, the
+/// one substitution), and each client's `connect`, driven by a fixture that reads `n` keys.
+struct GlideSnippets {
+    dir: tempfile::TempDir,
+}
+
+impl GlideSnippets {
+    fn new() -> GlideSnippets {
+        let dir = tempfile::tempdir().unwrap();
+        let heading = "### Valkey GLIDE, and cluster mode";
+        let guide = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"),
+        )
+        .unwrap();
+        let section = &guide[guide.find(heading).unwrap()..];
+        let block = |after: &str, lang: &str| {
+            let from = &section[section
+                .find(after)
+                .unwrap_or_else(|| panic!("{after:?} not in the guide"))..];
+            let fence = format!("```{lang}\n");
+            let start = from.find(&fence).unwrap() + fence.len();
+            from[start..start + from[start..].find("```").unwrap()].to_string()
+        };
+        std::fs::write(
+            dir.path().join("entrypoint.sh"),
+            block("The entrypoint hands the JSON", "sh").replace("ssm:/prod/cache/replica-map", "\"$MAP\""),
+        )
+        .unwrap();
+        for (name, after, lang) in [
+            ("async/glide_connect.py", "Python, asyncio", "python"),
+            ("sync/glide_connect.py", "Python, synchronous", "python"),
+            ("node/glide_connect.js", "Node.js (npm", "js"),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, block(after, lang)).unwrap();
+        }
+        // The JSON the guide shows has the keys resolve prints.
+        let shown: serde_json::Value =
+            serde_json::from_str(&block("prints the client's configuration", "json")).unwrap();
+        let keys: Vec<&String> = shown.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["addresses", "cluster_mode", "read_from", "client_az", "use_tls"]);
+        GlideSnippets { dir }
+    }
+
+    /// Runs `client` (`async`, `sync`, `node`) through the entrypoint with `env`: (reads, failed).
+    fn read(&self, client: &str, map: &Path, reads: usize, env: &[(&str, &str)]) -> (u64, u64) {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let module_dir = self.dir.path().join(client);
+        let mut cmd = Command::new("sh");
+        cmd.arg(self.dir.path().join("entrypoint.sh"));
+        match client {
+            "node" => cmd
+                .arg("node")
+                .arg(fixtures.join("glide_reads.js"))
+                .arg(&module_dir)
+                .arg(reads.to_string())
+                .env("NODE_PATH", glide_node_modules()),
+            mode => cmd
+                .arg(glide_python())
+                .arg(fixtures.join("glide_reads.py"))
+                .arg(&module_dir)
+                .arg(mode)
+                .arg(reads.to_string()),
+        };
+        let bin = Path::new(env!("CARGO_BIN_EXE_locality"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        cmd.env("PATH", path)
+            .env("MAP", map)
+            .env("XDG_RUNTIME_DIR", self.dir.path())
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let status = wait_timeout(&mut child, Duration::from_secs(60));
+        if status.is_none() {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{client}: {status:?}\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line: serde_json::Value =
+            serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        (line["reads"].as_u64().unwrap(), line["failed"].as_u64().unwrap())
+    }
+}
+
+/// Standalone: a primary and two replicas in three zones, the map listing every node. Each of
+/// the guide's clients — Python asyncio, Python sync, Node.js — is configured only from
+/// `resolve --format glide` through the guide's entrypoint, and every one of its reads lands on
+/// the replica of its zone (counted on the nodes). Nodes that report AZ IDs, with the zone given
+/// by name: `client_az` is the ID, and reads stay in the zone. A zone with no replica gets the
+/// JSON and a warning naming it.
+#[test]
+fn glide_standalone_from_resolve_reads_every_key_in_the_zone() {
+    let snippets = GlideSnippets::new();
+    let dir = tempfile::tempdir().unwrap();
+    // Nodes that report AZ names.
+    let primary = Node::start(ZONE_A, None);
+    let b = Node::start(ZONE_B, Some(primary.port));
+    let c = Node::start(ZONE_C, Some(primary.port));
+    let map = dir.path().join("map.json");
+    std::fs::write(
+        &map,
+        nodes_map(
+            &b.endpoint(),
+            &[
+                (&primary, "primary", ZONE_A, "apne1-az4"),
+                (&b, "replica", ZONE_B, "apne1-az2"),
+                (&c, "replica", ZONE_C, "apne1-az1"),
+            ],
+            None,
+        ),
+    )
+    .unwrap();
+    let (config, stderr) = resolve_glide(&map, &["--zone", ZONE_C], &[]);
+    assert_eq!(config["client_az"], ZONE_C, "{stderr}");
+    assert_eq!(config["read_from"], "AZAffinity");
+    assert_eq!(config["cluster_mode"], false);
+    assert_eq!(config["addresses"].as_array().unwrap().len(), 3, "every node: {config}");
+    for client in ["async", "sync", "node"] {
+        let before = [primary.gets(), b.gets(), c.gets()];
+        let (reads, failed) = snippets.read(client, &map, 200, &[("LOCALITY_ZONE", ZONE_C)]);
+        let after = [primary.gets(), b.gets(), c.gets()];
+        let d: Vec<u64> = (0..3).map(|i| after[i] - before[i]).collect();
+        eprintln!("GLIDE {client}, client_az {ZONE_C}: GETs on primary/b/c = {d:?}");
+        assert_eq!((reads, failed), (200, 0));
+        assert_eq!(d, [0, 0, 200], "{client}: every read on the zone's replica");
+    }
+    // This zone has no replica: the JSON, and a warning naming the zone.
+    let (config, stderr) = resolve_glide(&map, &["--zone", ZONE_A], &[]);
+    assert_eq!(config["client_az"], ZONE_A);
+    assert!(
+        stderr.contains("zone ap-northeast-1a has no replica of the group")
+            && stderr.contains("would read the group from its primary in this zone"),
+        "{stderr}"
+    );
+
+    // Nodes that report AZ IDs; the zone given by name.
+    let id_primary = Node::start("apne1-az4", None);
+    let id_b = Node::start("apne1-az2", Some(id_primary.port));
+    let id_c = Node::start("apne1-az1", Some(id_primary.port));
+    let by_id = dir.path().join("by-id.json");
+    std::fs::write(
+        &by_id,
+        nodes_map(
+            &id_b.endpoint(),
+            &[
+                (&id_primary, "primary", ZONE_A, "apne1-az4"),
+                (&id_b, "replica", ZONE_B, "apne1-az2"),
+                (&id_c, "replica", ZONE_C, "apne1-az1"),
+            ],
+            None,
+        ),
+    )
+    .unwrap();
+    let (config, stderr) = resolve_glide(&by_id, &["--zone", ZONE_C], &[]);
+    assert_eq!(config["client_az"], "apne1-az1", "the nodes' spelling: {stderr}");
+    let before = [id_primary.gets(), id_b.gets(), id_c.gets()];
+    assert_eq!(
+        snippets.read("async", &by_id, 100, &[("LOCALITY_ZONE", ZONE_C)]),
+        (100, 0)
+    );
+    let after = [id_primary.gets(), id_b.gets(), id_c.gets()];
+    assert_eq!((0..3).map(|i| after[i] - before[i]).collect::<Vec<_>>(), [0, 0, 100]);
+    // glide-env: the same values for entrypoints.
+    let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["resolve", "--format", "glide-env", "--zone", ZONE_C, "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .arg("--map")
+        .arg(&by_id)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    let env = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        env.contains("export LOCALITY_CLIENT_AZ='apne1-az1'\n")
+            && env.contains("export LOCALITY_GLIDE_CLUSTER_MODE='false'\n"),
+        "{env}"
+    );
+    // No node answers: the map's spelling, and a warning that GLIDE would read from any replica.
+    drop((id_primary, id_b, id_c));
+    let (config, stderr) = resolve_glide(&by_id, &["--zone", ZONE_C], &[]);
+    assert_eq!(config["client_az"], ZONE_C);
+    assert!(
+        stderr.contains("no node could say how it spells its zone") && stderr.contains("GLIDE reads from any replica"),
+        "{stderr}"
+    );
+}
+
+/// A Valkey 9 node in cluster mode, with its bus on a port of its own: the child, its port and
+/// its bus port.
+fn cluster_node(zone: &'static str, dir: &Path) -> (Child, u16, u16) {
+    let port = free_port();
+    let bus = free_port();
+    let child = Command::new(valkey_server())
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--cluster-enabled", "yes", "--cluster-port", &bus.to_string()])
+        .args([
+            "--cluster-config-file",
+            &format!("nodes-{port}.conf"),
+            "--availability-zone",
+            zone,
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(10), || serves(port)).is_some(),
+        "valkey cluster node on {port} did not start"
+    );
+    (child, port, bus)
+}
+
+/// One command on a new connection to `port`, as text.
+fn ask(port: u16, args: &[&str]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    String::from_utf8_lossy(&command(&mut s, args).unwrap()).to_string()
+}
+
+/// Cluster mode: three shards (primaries in zone b), a replica of each in zones a and c, made with
+/// CLUSTER MEET / ADDSLOTSRANGE / REPLICATE. GLIDE's cluster client, configured only from
+/// `resolve --format glide` (the configuration endpoint, client_az a), reads keys that cover every
+/// shard only from zone a's replicas. The sidecar refuses the map, naming GLIDE.
+#[test]
+fn glide_cluster_mode_from_resolve_reads_every_shard_in_the_zone() {
+    let snippets = GlideSnippets::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = Vec::new();
+    let mut buses = std::collections::HashMap::new();
+    let mut start = |zone: &'static str| {
+        let (child, port, bus) = cluster_node(zone, dir.path());
+        children.push(child);
+        buses.insert(port, bus);
+        port
+    };
+    let primaries: Vec<u16> = (0..3).map(|_| start(ZONE_B)).collect();
+    let in_a: Vec<u16> = (0..3).map(|_| start(ZONE_A)).collect();
+    let in_c: Vec<u16> = (0..3).map(|_| start(ZONE_C)).collect();
+    for (n, port) in primaries.iter().enumerate() {
+        let (from, to) = (n * 5462, if n == 2 { 16383 } else { n * 5462 + 5461 });
+        assert_eq!(
+            ask(*port, &["CLUSTER", "ADDSLOTSRANGE", &from.to_string(), &to.to_string()]).trim(),
+            "+OK"
+        );
+    }
+    for port in primaries.iter().chain(&in_a).chain(&in_c).skip(1) {
+        let bus = buses[&primaries[0]].to_string();
+        ask(
+            *port,
+            &["CLUSTER", "MEET", "127.0.0.1", &primaries[0].to_string(), &bus],
+        );
+    }
+    let ids: Vec<String> = primaries
+        .iter()
+        .map(|p| ask(*p, &["CLUSTER", "MYID"]).trim().to_string())
+        .collect();
+    let all: Vec<u16> = primaries.iter().chain(&in_a).chain(&in_c).copied().collect();
+    assert!(
+        wait_for(Duration::from_secs(20), || all.iter().all(|p| ask(
+            *p,
+            &["CLUSTER", "NODES"]
+        )
+        .lines()
+        .count()
+            == 9))
+        .is_some(),
+        "the nodes did not meet"
+    );
+    for zone in [&in_a, &in_c] {
+        for (n, port) in zone.iter().enumerate() {
+            assert_eq!(ask(*port, &["CLUSTER", "REPLICATE", &ids[n]]).trim(), "+OK");
+        }
+    }
+    assert!(
+        wait_for(Duration::from_secs(30), || all.iter().all(|p| ask(*p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+            && all.iter().all(|p| ask(*p, &["INFO", "replication"]).contains("master_link_status:up") || primaries.contains(p))
+            // The configuration endpoint's CLUSTER SLOTS (what GLIDE's topology starts from) has
+            // every replica, with its zone.
+            && Command::new("redis-cli")
+                .args(["-p", &primaries[0].to_string(), "CLUSTER", "SLOTS"])
+                .output()
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).matches("availability-zone").count() == 9))
+        .is_some(),
+        "the cluster did not settle"
+    );
+    let node = |port: u16, role: &str, zone: &str, shard: usize| serde_json::json!({"endpoint": format!("127.0.0.1:{port}"), "role": role, "zone": zone, "shard": format!("000{}", shard + 1)});
+    let mut listed = Vec::new();
+    for n in 0..3 {
+        listed.push(node(primaries[n], "primary", ZONE_B, n));
+        listed.push(node(in_a[n], "replica", ZONE_A, n));
+        listed.push(node(in_c[n], "replica", ZONE_C, n));
+    }
+    let configuration = format!("127.0.0.1:{}", primaries[0]);
+    let map = dir.path().join("map.json");
+    std::fs::write(
+        &map,
+        serde_json::json!({"version": 1, "fallback": configuration, "zones": {}, "nodes": listed, "configuration_endpoint": configuration}).to_string(),
+    )
+    .unwrap();
+    let (config, stderr) = resolve_glide(&map, &["--zone", ZONE_A], &[]);
+    assert_eq!(config["cluster_mode"], true, "{stderr}");
+    assert_eq!(
+        config["addresses"],
+        serde_json::json!([{"host": "127.0.0.1", "port": primaries[0]}])
+    );
+    assert_eq!(config["client_az"], ZONE_A);
+    let gets = |ports: &[u16]| {
+        ports
+            .iter()
+            .map(|p| gets_at(&format!("127.0.0.1:{p}")))
+            .collect::<Vec<_>>()
+    };
+    let before = (gets(&primaries), gets(&in_a), gets(&in_c));
+    assert_eq!(
+        snippets.read("async", &map, 300, &[("LOCALITY_ZONE", ZONE_A)]),
+        (300, 0)
+    );
+    let after = (gets(&primaries), gets(&in_a), gets(&in_c));
+    let d = |a: &[u64], b: &[u64]| a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>();
+    let (dp, da, dc) = (d(&after.0, &before.0), d(&after.1, &before.1), d(&after.2, &before.2));
+    eprintln!("GLIDE cluster, client_az {ZONE_A}: GETs on primaries {dp:?}, zone a {da:?}, zone c {dc:?}");
+    assert_eq!(da.iter().sum::<u64>(), 300, "every read in zone a");
+    assert!(da.iter().all(|n| *n > 0), "every shard read: {da:?}");
+    assert_eq!(dp.iter().sum::<u64>() + dc.iter().sum::<u64>(), 0);
+
+    // Shard 0002's replica in zone a dies: its reads go on from another node, the others stay.
+    let _ = children[4].kill();
+    let _ = children[4].wait();
+    let before = (gets(&primaries), gets(&in_a), gets(&in_c));
+    let (reads, failed) = snippets.read("async", &map, 300, &[("LOCALITY_ZONE", ZONE_A)]);
+    let after = (gets(&primaries), gets(&in_a), gets(&in_c));
+    let (dp, da, dc) = (d(&after.0, &before.0), d(&after.1, &before.1), d(&after.2, &before.2));
+    eprintln!(
+        "shard 0002's zone-a replica killed: GETs on primaries {dp:?}, zone a {da:?}, zone c {dc:?}; {failed} failed"
+    );
+    assert_eq!((reads, failed), (300, 0));
+    assert!(da[0] > 0 && da[2] > 0 && da[1] == 0, "{da:?}");
+    assert_eq!(dp[1] + dc[1], 300 - da[0] - da[2], "shard 0002 from another node");
+    assert_eq!(dp[0] + dp[2] + dc[0] + dc[2], 0, "the other shards stay in the zone");
+
+    // A zone where no shard has a replica: named, with the shards.
+    let (_, stderr) = resolve_glide(&map, &["--zone", ZONE_B], &[]);
+    assert!(
+        stderr.contains("zone ap-northeast-1b has no replica of shards 0001, 0002, 0003")
+            && stderr.contains("would read shard 0001, shard 0002, shard 0003 from its primary in this zone"),
+        "{stderr}"
+    );
+    // The sidecar refuses it, naming GLIDE.
+    let port = free_port();
+    let (mut child, stderr) = spawn_sidecar(
+        None,
+        Path::new(env!("CARGO_BIN_EXE_locality")),
+        &map,
+        port,
+        &["--zone", ZONE_A, "--run-dir", dir.path().join("run").to_str().unwrap()],
+        &[],
+    );
+    let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("refused at start");
+    assert_eq!(status.code(), Some(1));
+    let said = stderr.lock().unwrap().clone();
+    assert!(
+        said.contains("HAProxy cannot follow a cluster's MOVED redirections") && said.contains("GLIDE"),
+        "{said}"
+    );
+    for mut child in children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

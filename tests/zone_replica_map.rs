@@ -21,7 +21,7 @@ const TOPOLOGY: &[(&str, &str, &str)] = &[
     ("node-003.example:6379", "ap-northeast-1d", "replica"),
 ];
 
-const DOC: &str = r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379","ap-northeast-1d":"node-003.example:6379"}}"#;
+const DOC: &str = r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379","ap-northeast-1d":"node-003.example:6379"},"nodes":[{"endpoint":"node-001.example:6379","role":"primary","zone":"ap-northeast-1a"},{"endpoint":"node-002.example:6379","role":"replica","zone":"ap-northeast-1c"},{"endpoint":"node-003.example:6379","role":"replica","zone":"ap-northeast-1d"}]}"#;
 
 #[test]
 fn full_lifecycle_through_dev_overrides() {
@@ -381,7 +381,12 @@ resource "locality_zone_replica_map" "cache" {{
     assert!(!plan.contains("Missing topology"), "{plan}");
     assert!(plan.contains("document          = (sensitive value)"), "{plan}");
     tf.ok(&["apply", "-auto-approve"]);
-    assert_eq!(tf.read("replicas.json").unwrap(), DOC);
+    // The two replicas of the dynamic blocks, without the primary.
+    let without_primary = DOC.replace(
+        r#"{"endpoint":"node-001.example:6379","role":"primary","zone":"ap-northeast-1a"},"#,
+        "",
+    );
+    assert_eq!(tf.read("replicas.json").unwrap(), without_primary);
     tf.assert_no_changes();
 }
 
@@ -416,7 +421,8 @@ fn two_resources_publishing_to_one_file_is_a_plan_time_error() {
 /// `zone_ids` and `spread_replicas`: opt-in additions to the document. `zone_ids` unknown at
 /// plan time (from another resource) plans the document unknown, and apply publishes it;
 /// without them the document is exactly what it was (no plan diff after an upgrade); bad
-/// names or IDs are errors on the map's key.
+/// names or IDs are errors on the map's key. (Every document lists its `nodes`, with their
+/// `zone_id` once `zone_ids` is set.)
 #[test]
 fn zone_ids_and_spread_replicas() {
     let tf = Terraform::dev_overrides();
@@ -443,7 +449,7 @@ fn zone_ids_and_spread_replicas() {
     let doc = std::fs::read_to_string(tf.path("replicas.json")).unwrap();
     assert_eq!(
         doc,
-        r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"},"zone_ids":{"apne1-az1":"node-002.example:6379"},"replicas":{"ap-northeast-1c":["node-002.example:6379","node-004.example:6379"],"apne1-az1":["node-002.example:6379","node-004.example:6379"]}}"#
+        r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1c":"node-002.example:6379"},"zone_ids":{"apne1-az1":"node-002.example:6379"},"replicas":{"ap-northeast-1c":["node-002.example:6379","node-004.example:6379"],"apne1-az1":["node-002.example:6379","node-004.example:6379"]},"nodes":[{"endpoint":"node-001.example:6379","role":"primary","zone":"ap-northeast-1a","zone_id":"apne1-az4"},{"endpoint":"node-002.example:6379","role":"replica","zone":"ap-northeast-1c","zone_id":"apne1-az1"},{"endpoint":"node-004.example:6379","role":"replica","zone":"ap-northeast-1c","zone_id":"apne1-az1"}]}"#
     );
     assert!(tf
         .ok(&["output", "-json", "by_id"])

@@ -859,3 +859,132 @@ async fn ssm_tags_default_tags_secure_string_key_and_tier() {
     })
     .await;
 }
+
+/// A cluster-mode-enabled group (`NumNodeGroups`, `ClusterMode="enabled"`,
+/// `NodeGroupConfiguration` with AZs) in moto.
+async fn create_cluster_group(moto: &Moto, id: &str, replica_azs: &[[&str; 2]; 3]) {
+    use aws_sdk_elasticache::types::NodeGroupConfiguration;
+    let client = aws_sdk_elasticache::Client::new(&moto.config().await);
+    let mut req = client
+        .create_replication_group()
+        .replication_group_id(id)
+        .replication_group_description("test")
+        .engine("valkey")
+        .cache_node_type("cache.t4g.micro")
+        .num_node_groups(3)
+        .cluster_mode(aws_sdk_elasticache::types::ClusterMode::Enabled);
+    for (n, azs) in replica_azs.iter().enumerate() {
+        req = req.node_group_configuration(
+            NodeGroupConfiguration::builder()
+                .node_group_id(format!("000{}", n + 1))
+                .primary_availability_zone("ap-northeast-1a")
+                .replica_availability_zones(azs[0])
+                .replica_availability_zones(azs[1])
+                .replica_count(2)
+                .build(),
+        );
+    }
+    req.send().await.unwrap();
+}
+
+/// Issue 44: a cluster-mode-enabled group applies (before: "Cluster mode is not supported"). The
+/// published map holds the configuration endpoint and every shard's nodes, claims no zone, and
+/// names as uncovered the zones where some shard has no replica. A topology change shows in the
+/// plan under the shard and the zone. The sidecar refuses the map, naming GLIDE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_mode_group_publishes_every_shard_and_plans_name_the_shard() {
+    let moto = Moto::start();
+    let spread = ["ap-northeast-1c", "ap-northeast-1d"];
+    create_cluster_group(&moto, "shards", &[spread, spread, spread]).await;
+    put_secret(&moto, "{}", true).await;
+    let tf = std::sync::Arc::new(terraform(&moto));
+    tf.write(
+        "main.tf",
+        &format!(
+            "{}\noutput \"shards\" {{\n  value = locality_zone_replica_map.cache.shards\n}}\n\noutput \"uncovered\" {{\n  value = locality_zone_replica_map.cache.uncovered_zones\n}}\n",
+            config(&moto, "shards", &secret_target())
+        ),
+    );
+    let t = tf.clone();
+    let first = blocking(move || {
+        let out = t.ok(&["apply", "-auto-approve"]);
+        assert!(
+            out.contains("Node endpoints named from the configuration endpoint"),
+            "{out}"
+        );
+        t.assert_no_changes();
+        t.output("document")
+    })
+    .await;
+    assert_eq!(secret_value(&moto).await.as_deref(), Some(first.as_str()));
+    let doc: serde_json::Value = serde_json::from_str(&first).unwrap();
+    let configuration = doc["configuration_endpoint"].as_str().unwrap().to_string();
+    assert!(configuration.starts_with("clustercfg.shards."), "{first}");
+    assert_eq!(doc["fallback"], configuration.as_str());
+    assert!(
+        doc["zones"].as_object().unwrap().is_empty(),
+        "no zone claims every key: {first}"
+    );
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 9, "{first}");
+    for shard in ["0001", "0002", "0003"] {
+        let of: Vec<&serde_json::Value> = nodes.iter().filter(|n| n["shard"] == shard).collect();
+        assert_eq!(of.len(), 3, "{first}");
+        assert_eq!(of.iter().filter(|n| n["role"] == "primary").count(), 1);
+        assert!(of.iter().any(|n| n["zone"] == "ap-northeast-1d"));
+    }
+    // Only primaries in 1a: uncovered; 1c and 1d have a replica of every shard.
+    let t = tf.clone();
+    let uncovered = blocking(move || t.ok(&["output", "-json", "uncovered"])).await;
+    assert_eq!(uncovered.trim(), r#"["ap-northeast-1a"]"#);
+
+    // Shard 0002 loses its replica in 1d: the plan names the shard and the zone.
+    moto.reset();
+    create_cluster_group(
+        &moto,
+        "shards",
+        &[spread, ["ap-northeast-1c", "ap-northeast-1c"], spread],
+    )
+    .await;
+    put_secret(&moto, &first, true).await;
+    let t = tf.clone();
+    let second = blocking(move || {
+        let (code, plan) = t.plan_exit_code();
+        assert_eq!(code, 2, "{plan}");
+        let shard = plan
+            .find("\"0002\" = {")
+            .unwrap_or_else(|| panic!("the shard is named: {plan}"));
+        assert!(plan[shard..].contains("- \"ap-northeast-1d\""), "{plan}");
+        assert!(plan.contains("+ \"ap-northeast-1d\""), "1d becomes uncovered: {plan}");
+        t.ok(&["apply", "-auto-approve"]);
+        t.assert_no_changes();
+        t.output("document")
+    })
+    .await;
+    assert_ne!(second, first);
+
+    // The sidecar refuses a cluster-mode map, in one sentence naming GLIDE.
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, &second).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args([
+            "sidecar",
+            "--zone",
+            "ap-northeast-1c",
+            "--stats",
+            "off",
+            "--metrics",
+            "off",
+            "--run-dir",
+        ])
+        .arg(dir.path().join("run"))
+        .arg("--map")
+        .arg(&map)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("MOVED") && err.contains("GLIDE"), "{err}");
+}

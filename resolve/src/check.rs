@@ -353,18 +353,28 @@ fn read_line(stream: &mut impl Read, line: &mut Vec<u8>, limit: usize) -> std::i
     }
 }
 
+/// The CA file `LOCALITY_TLS_CA_FILE` names, as read.
+#[derive(Debug, Clone)]
+pub struct CaFile {
+    /// Its path.
+    pub path: std::path::PathBuf,
+    /// Its bytes (PEM).
+    pub pem: Vec<u8>,
+    /// Warnings (another user could change it; not root, so it is read all the same).
+    pub notes: Vec<String>,
+}
+
 /// The largest CA file read (bytes).
 pub const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The CA file `LOCALITY_TLS_CA_FILE` names (`None` when unset or empty): its path, its bytes,
-/// and warnings. It decides which nodes are believed, so it is opened as the map is (Unix:
+/// The CA file `LOCALITY_TLS_CA_FILE` names (`None` when unset or empty). It decides which nodes are believed, so it is opened as the map is (Unix:
 /// [`crate::trusted::open_checked`]): running as root, one that another user could have put
 /// there is refused.
 ///
 /// # Errors
 /// It cannot be read, is not a regular file, is larger than [`MAX_CA_FILE_BYTES`], or (as
 /// root) another user could have put it there; the sentence names the variable and the file.
-pub fn extra_ca_file() -> Result<Option<(std::path::PathBuf, Vec<u8>, Vec<String>)>, String> {
+pub fn extra_ca_file() -> Result<Option<CaFile>, String> {
     let Some(path) = std::env::var_os("LOCALITY_TLS_CA_FILE").filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
@@ -388,7 +398,11 @@ pub fn extra_ca_file() -> Result<Option<(std::path::PathBuf, Vec<u8>, Vec<String
             path.display()
         )));
     }
-    Ok(Some((path, bytes, notes)))
+    Ok(Some(CaFile {
+        path,
+        pem: bytes,
+        notes,
+    }))
 }
 
 #[cfg(feature = "tls")]
@@ -403,9 +417,9 @@ fn tls_connect(
     for cert in found.certs {
         let _ = roots.add(cert);
     }
-    if let Some((_, pem, _)) = extra_ca_file()? {
+    if let Some(ca) = extra_ca_file()? {
         use rustls::pki_types::pem::PemObject;
-        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem).flatten() {
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca.pem).flatten() {
             let _ = roots.add(cert);
         }
     }

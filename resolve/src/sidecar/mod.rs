@@ -410,7 +410,8 @@ const CA_FILE: &str = "ca.pem";
 
 /// The CA file for TLS: HAProxy's `@system-ca`, or the system's bundle plus
 /// `LOCALITY_TLS_CA_FILE` in one file in the run directory (`dir`; `None`: print only, the
-/// given file is named as it is).
+/// given file is named as it is), and the warnings of reading it ([`check::extra_ca_file`]: as
+/// root, another user's file is refused).
 fn prepare_ca_file(
     options: &SidecarOptions,
     dir: Option<&TrustedDir>,
@@ -431,7 +432,7 @@ fn prepare_ca_file(
         }
         return Ok((Some(text), Vec::new()));
     };
-    let Some((_, extra_bytes, notes)) = check::extra_ca_file()? else {
+    let Some(extra) = check::extra_ca_file()? else {
         return Ok((Some("@system-ca".into()), Vec::new()));
     };
     let mut bundle = SYSTEM_CA_FILES
@@ -439,10 +440,10 @@ fn prepare_ca_file(
         .find_map(|path| std::fs::read(path).ok())
         .unwrap_or_default();
     bundle.push(b'\n');
-    bundle.extend_from_slice(&extra_bytes);
+    bundle.extend_from_slice(&extra.pem);
     dir.write(CA_FILE, &bundle)
         .map_err(|e| format!("{}: {e}", dir.path().join(CA_FILE).display()))?;
-    Ok((Some(CA_FILE.into()), notes))
+    Ok((Some(CA_FILE.into()), extra.notes))
 }
 
 /// The configuration settings for these options.

@@ -111,7 +111,23 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         if matches!(planned.spread_replicas, Field::Null | Field::Known(false)) {
             planned.replicas = Field::Null;
         }
-        let Some(topology) = topology(ctx, planned, &config.fallback_endpoint, diags).await else {
+        // Cluster mode only with a configuration endpoint: with `member` blocks and none
+        // configured, both cluster attributes are null now (no "known after apply" in plans).
+        if planned.replication_group_id.is_null() {
+            planned.configuration_endpoint = config.configuration_endpoint.clone();
+            if config.configuration_endpoint.is_null() {
+                planned.shards = Field::Null;
+            }
+        }
+        let Some(topology) = topology(
+            ctx,
+            planned,
+            &config.fallback_endpoint,
+            &config.configuration_endpoint,
+            diags,
+        )
+        .await
+        else {
             return;
         };
         planned.fallback_endpoint = topology.fallback.as_str().into();
@@ -178,6 +194,7 @@ impl Resource<ProviderData> for ZoneReplicaMap {
         state.set_endpoints(&published.endpoints);
         state.set_endpoints_by_zone_id(published.zone_ids.as_ref());
         state.set_replicas(published.replicas.as_ref());
+        state.set_cluster(published.configuration_endpoint.as_deref(), published.shards.as_ref());
         if let Some(fallback) = published.fallback {
             state.fallback_endpoint = fallback.into();
         }
@@ -481,12 +498,14 @@ async fn read_parameter(
 }
 
 /// The topology, when every part of it is known: from ElastiCache, or from `member` blocks.
-/// `configured_fallback` is the configuration's own value (the planned one may be the prior
-/// state's, which must not outlive a rediscovered reader endpoint).
+/// `configured_fallback` and `configured_configuration_endpoint` are the configuration's own
+/// values (the planned ones may be the prior state's, which must not outlive a rediscovered
+/// endpoint).
 async fn topology(
     ctx: &Context<ProviderData>,
     planned: &ZoneReplicaMapModel,
     configured_fallback: &Field<String>,
+    configured_configuration_endpoint: &Field<String>,
     diags: &mut Diagnostics,
 ) -> Option<Topology> {
     let zones: Option<BTreeSet<String>> = match &planned.zones {
@@ -540,7 +559,7 @@ async fn topology(
                     })
                 })
                 .collect::<Option<Vec<_>>>()?;
-            let configuration_endpoint = match &planned.configuration_endpoint {
+            let configuration_endpoint = match configured_configuration_endpoint {
                 Field::Known(endpoint) => Some(endpoint.clone()),
                 Field::Null => None,
                 Field::Unknown => return None,

@@ -264,6 +264,10 @@ pub struct Published {
     pub zone_ids: Option<BTreeMap<String, String>>,
     /// The `replicas` lists (their string elements), when the document has `replicas`.
     pub replicas: Option<BTreeMap<String, Vec<String>>>,
+    /// The configuration endpoint, when the document has one (cluster mode).
+    pub configuration_endpoint: Option<String>,
+    /// Cluster mode: the `nodes` by shard and AZ.
+    pub shards: Option<Shards>,
 }
 
 /// Reads a published document leniently: a hand-edited or broken document still yields
@@ -280,6 +284,10 @@ pub fn parse_document(text: &str) -> Published {
         zone_ids: serde_json::Value,
         #[serde(default)]
         replicas: serde_json::Value,
+        #[serde(default)]
+        nodes: serde_json::Value,
+        #[serde(default)]
+        configuration_endpoint: serde_json::Value,
     }
     let strings = |value: &serde_json::Value| -> Option<BTreeMap<String, String>> {
         value.as_object().map(|z| {
@@ -291,7 +299,31 @@ pub fn parse_document(text: &str) -> Published {
     let Ok(doc) = serde_json::from_str::<Document>(text) else {
         return Published::default();
     };
+    let configuration_endpoint = doc.configuration_endpoint.as_str().map(String::from);
+    let shards = configuration_endpoint.as_ref().map(|_| {
+        let mut shards: Shards = BTreeMap::new();
+        for node in doc.nodes.as_array().map_or(&[][..], Vec::as_slice) {
+            let text = |field: &str| node.get(field).and_then(serde_json::Value::as_str);
+            if let (Some(endpoint), Some(zone)) = (text("endpoint"), text("zone")) {
+                shards
+                    .entry(text("shard").unwrap_or_default().to_string())
+                    .or_default()
+                    .entry(zone.to_string())
+                    .or_default()
+                    .push(endpoint.to_string());
+            }
+        }
+        for zones in shards.values_mut() {
+            for list in zones.values_mut() {
+                list.sort();
+                list.dedup();
+            }
+        }
+        shards
+    });
     Published {
+        configuration_endpoint,
+        shards,
         fallback: doc.fallback.as_str().map(String::from),
         endpoints: strings(&doc.zones).unwrap_or_default(),
         zone_ids: strings(&doc.zone_ids),

@@ -434,7 +434,15 @@ pub(super) fn permission_text(mode: u32) -> String {
 /// and sorted, as a message shows them: at most 10, each cut at 64 characters, then how many
 /// more (empty when the value is not a JSON object): the keys of a secret shared with others.
 fn foreign_keys(value: &str) -> Vec<String> {
-    const DOCUMENT_KEYS: [&str; 5] = ["version", "fallback", "zones", "zone_ids", "replicas"];
+    const DOCUMENT_KEYS: [&str; 7] = [
+        "version",
+        "fallback",
+        "zones",
+        "zone_ids",
+        "replicas",
+        "nodes",
+        "configuration_endpoint",
+    ];
     const SHOWN: usize = 10;
     let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(value) else {
         return Vec::new();
