@@ -28,7 +28,7 @@ const INFO_SERVER: &[u8] = b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n";
 const INFO_LIMIT: usize = 64 * 1024;
 
 /// The most bytes one probe reads from its socket (a `PING` reply, an `INFO server` reply of
-/// at most [`INFO_LIMIT`], and a TLS handshake's certificates).
+/// at most `INFO_LIMIT` (64 KiB), and a TLS handshake's certificates).
 pub const MAX_PROBE_BYTES: usize = 192 * 1024;
 /// The most probes running at once in this process; one more is refused at once.
 pub const MAX_RUNNING_PROBES: usize = 64;

@@ -56,7 +56,7 @@ const RESERVED_DESCRIPTORS: u64 = 64;
 pub const MAX_CONNECTIONS_CAP: u32 = 10_000;
 
 /// The global `maxconn` for a descriptor limit of `nofile` (HAProxy's hard limit, which its
-/// master raises the soft one to): two descriptors a connection, [`RESERVED_DESCRIPTORS`] kept,
+/// master raises the soft one to): two descriptors a connection, 64 kept (listeners, checks, sockets),
 /// at most [`MAX_CONNECTIONS_CAP`], at least enough for the statistics and a few reads.
 pub fn max_connections_for(nofile: u64) -> u32 {
     let usable = nofile.saturating_sub(RESERVED_DESCRIPTORS) / 2;
