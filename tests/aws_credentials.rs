@@ -512,3 +512,50 @@ async fn every_aws_endpoint_is_https_or_loopback_whatever_set_it() {
     .await
     .unwrap();
 }
+
+/// Issue 43, item 5, with `terraform apply`: running as root, a shared config file that another
+/// user owns is not read at all — its `credential_process` would run as uid 0 (shown first with
+/// root's own file, whose process runs and writes `id -u`). Every AWS call fails with the file
+/// and what named it, and nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn root_refuses_shared_files_another_user_could_write() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let moto = Moto::start();
+    tokio::task::spawn_blocking(move || {
+        let tf = terraform(&moto);
+        let marker = tf.path("ran-as");
+        tf.write(
+            "shared/config",
+            &format!(
+                "[profile ci]\nregion = ap-northeast-1\ncredential_process = sh -c 'id -u > {}; echo {{\\\"Version\\\": 1, \\\"AccessKeyId\\\": \\\"AKIDCI\\\", \\\"SecretAccessKey\\\": \\\"ci-secret\\\"}}'\n",
+                marker.display()
+            ),
+        );
+        let shared = tf.path("shared/config");
+        std::fs::set_permissions(tf.path("shared"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        tf.write(
+            "main.tf",
+            &config(
+                &moto,
+                &format!("    profile             = \"ci\"\n    shared_config_files = [\"{}\"]\n", shared.display()),
+            ),
+        );
+        // Root's own file: its process runs, as root.
+        tf.ok(&["apply", "-auto-approve"]);
+        assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "0");
+        std::fs::remove_file(&marker).unwrap();
+        // Another user's (`daemon`): refused, and nothing runs.
+        std::os::unix::fs::chown(&shared, Some(1), Some(1)).unwrap();
+        let out = flat(&tf.fails(&["apply", "-auto-approve", "-refresh=true"]));
+        assert!(
+            out.contains(&format!(
+                "the shared AWS file {} (from `shared_config_files` in the aws block) is refused",
+                shared.display()
+            )) && out.contains("owned by uid 1"),
+            "{out}"
+        );
+        assert!(!marker.exists(), "another user's credential_process ran as root");
+    })
+    .await
+    .unwrap();
+}

@@ -76,32 +76,34 @@ pub async fn missing_profile(
 /// `AWS_CONFIG_FILE` (else `~/.aws/config`, from `HOME`) and `AWS_SHARED_CREDENTIALS_FILE`
 /// (else `~/.aws/credentials`).
 pub fn default_shared_files() -> Vec<(String, std::path::PathBuf)> {
+    [true, false].into_iter().filter_map(default_shared_file).collect()
+}
+
+/// The shared config file (`config`) or credentials file the SDK reads when none is named, with
+/// what named it; `None` when neither the variable nor `HOME` is set.
+pub fn default_shared_file(config: bool) -> Option<(String, std::path::PathBuf)> {
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
-    let expand = |value: &std::ffi::OsStr| -> std::path::PathBuf {
-        let text = value.to_string_lossy();
-        match (text.strip_prefix("~/"), &home) {
-            (Some(rest), Some(home)) => std::path::Path::new(home).join(rest),
-            _ => std::path::PathBuf::from(value),
-        }
+    let (variable, default) = if config {
+        ("AWS_CONFIG_FILE", "config")
+    } else {
+        ("AWS_SHARED_CREDENTIALS_FILE", "credentials")
     };
-    let mut files = Vec::new();
-    for (variable, default) in [
-        ("AWS_CONFIG_FILE", "config"),
-        ("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
-    ] {
-        match std::env::var_os(variable).filter(|v| !v.is_empty()) {
-            Some(value) => files.push((variable.to_string(), expand(&value))),
-            None => {
-                if let Some(home) = &home {
-                    files.push((
-                        format!("HOME (~/.aws/{default})"),
-                        std::path::Path::new(home).join(".aws").join(default),
-                    ));
-                }
-            }
+    match std::env::var_os(variable).filter(|v| !v.is_empty()) {
+        Some(value) => {
+            let text = value.to_string_lossy();
+            let path = match (text.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => std::path::Path::new(home).join(rest),
+                _ => std::path::PathBuf::from(&value),
+            };
+            Some((variable.to_string(), path))
         }
+        None => home.map(|home| {
+            (
+                format!("HOME (~/.aws/{default})"),
+                std::path::Path::new(&home).join(".aws").join(default),
+            )
+        }),
     }
-    files
 }
 
 /// Running as root, why the shared AWS files (`files`: what named each, and its path) must

@@ -160,6 +160,22 @@ pub struct Aws {
     profile_problem: Option<String>,
 }
 
+/// Credentials that are never given: the shared files were refused ([`Aws::load`]), and every
+/// call says why.
+#[derive(Debug)]
+struct Refused(String);
+
+impl aws_credential_types::provider::ProvideCredentials for Refused {
+    fn provide_credentials<'a>(&'a self) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        aws_credential_types::provider::future::ProvideCredentials::ready(Err(
+            aws_credential_types::provider::error::CredentialsError::not_loaded(self.0.clone()),
+        ))
+    }
+}
+
 /// What [`Aws::load`] takes from the provider's `aws` block.
 #[derive(Debug, Clone, Default)]
 pub struct AwsSettings {
@@ -223,6 +239,28 @@ impl AwsSettings {
             builder = builder.with_file(EnvConfigFileKind::Credentials, expand_home(file));
         }
         Some(builder.build())
+    }
+
+    /// The shared files the SDK would read, each with what named it: the block's
+    /// `shared_config_files` and `shared_credentials_files`, and for a kind it does not name
+    /// the default (`AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/...`).
+    fn shared_files(&self) -> Vec<(String, std::path::PathBuf)> {
+        let mut files = Vec::new();
+        for (attribute, named, config) in [
+            ("shared_config_files", &self.shared_config_files, true),
+            ("shared_credentials_files", &self.shared_credentials_files, false),
+        ] {
+            if named.is_empty() {
+                files.extend(locality_resolve::aws_error::default_shared_file(config));
+            } else {
+                files.extend(
+                    named
+                        .iter()
+                        .map(|f| (format!("`{attribute}` in the aws block"), expand_home(f))),
+                );
+            }
+        }
+        files
     }
 
     /// Checks what can be checked without a network: the named shared files exist, and the
@@ -309,7 +347,26 @@ impl Aws {
             loader = loader.profile_files(files);
         }
         let mut profile_problem = None;
-        if let (None, Some(profile)) = (&settings.profile, locality_resolve::aws_error::env_profile()) {
+        // Running as root, shared files that another user owns or could write are not read at
+        // all (their credential_process would run as root): no shared file, and credentials
+        // that fail with the reason, so that every call says it.
+        #[cfg(unix)]
+        let refused = locality_resolve::aws_error::shared_files_refused(&settings.shared_files());
+        #[cfg(not(unix))]
+        let refused: Option<String> = None;
+        if let Some(problem) = refused {
+            use aws_runtime::env_config::file::{EnvConfigFileKind, EnvConfigFiles};
+            // (The SDK wants one file at least: an empty one.)
+            let none = EnvConfigFiles::builder()
+                .include_default_config_file(false)
+                .include_default_credentials_file(false)
+                .with_file(EnvConfigFileKind::Config, "/dev/null")
+                .build();
+            loader = loader.profile_files(none).credentials_provider(
+                aws_credential_types::provider::SharedCredentialsProvider::new(Refused(problem.clone())),
+            );
+            profile_problem = Some(problem);
+        } else if let (None, Some(profile)) = (&settings.profile, locality_resolve::aws_error::env_profile()) {
             profile_problem =
                 locality_resolve::aws_error::missing_profile(&profile, true, settings.profile_files().as_ref()).await;
         }
