@@ -244,6 +244,8 @@ impl AwsSettings {
     /// The shared files the SDK would read, each with what named it: the block's
     /// `shared_config_files` and `shared_credentials_files`, and for a kind it does not name
     /// the default (`AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/...`).
+    /// (Unix: where a file has an owner to judge.)
+    #[cfg(unix)]
     fn shared_files(&self) -> Vec<(String, std::path::PathBuf)> {
         let mut files = Vec::new();
         for (attribute, named, config) in [
