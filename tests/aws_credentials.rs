@@ -525,14 +525,14 @@ async fn root_refuses_shared_files_another_user_could_write() {
         let tf = terraform(&moto);
         let marker = tf.path("ran-as");
         tf.write(
-            "shared/config",
+            "theirs/config",
             &format!(
                 "[profile ci]\nregion = ap-northeast-1\ncredential_process = sh -c 'id -u > {}; echo {{\\\"Version\\\": 1, \\\"AccessKeyId\\\": \\\"AKIDCI\\\", \\\"SecretAccessKey\\\": \\\"ci-secret\\\"}}'\n",
                 marker.display()
             ),
         );
-        let shared = tf.path("shared/config");
-        std::fs::set_permissions(tf.path("shared"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let shared = tf.path("theirs/config");
+        std::fs::set_permissions(tf.path("theirs"), std::fs::Permissions::from_mode(0o755)).unwrap();
         tf.write(
             "main.tf",
             &config(
