@@ -3565,17 +3565,25 @@ fn glide_node_modules() -> PathBuf {
     path
 }
 
-/// A map with `nodes` (and their zone IDs) for nodes given as (node, role, zone name, zone ID).
-fn nodes_map(fallback: &str, nodes: &[(&Node, &str, &str, &str)], configuration: Option<&str>) -> String {
-    let listed: Vec<serde_json::Value> = nodes
+/// A primary in zone a and replicas in zones b and c, each node reporting `labels` as its
+/// availability zone (names or IDs), and a map at `path` listing all three by zone name and
+/// ID, the b replica as fallback.
+fn three_zones(labels: [&'static str; 3], path: &Path) -> [Node; 3] {
+    let primary = Node::start(labels[0], None);
+    let b = Node::start(labels[1], Some(primary.port));
+    let c = Node::start(labels[2], Some(primary.port));
+    let listed = [
+        (&primary, "primary", ZONE_A, "apne1-az4"),
+        (&b, "replica", ZONE_B, "apne1-az2"),
+        (&c, "replica", ZONE_C, "apne1-az1"),
+    ];
+    let nodes: Vec<serde_json::Value> = listed
         .iter()
         .map(|(node, role, zone, id)| serde_json::json!({"endpoint": node.endpoint(), "role": role, "zone": zone, "zone_id": id}))
         .collect();
-    let mut map = serde_json::json!({"version": 1, "fallback": fallback, "zones": {}, "nodes": listed});
-    if let Some(endpoint) = configuration {
-        map["configuration_endpoint"] = endpoint.into();
-    }
-    map.to_string()
+    let map = serde_json::json!({"version": 1, "fallback": b.endpoint(), "zones": {}, "nodes": nodes});
+    std::fs::write(path, map.to_string()).unwrap();
+    [primary, b, c]
 }
 
 /// `locality resolve --format glide` (more `args`), with `env`: the JSON line and stderr.
@@ -3709,23 +3717,8 @@ fn glide_standalone_from_resolve_reads_every_key_in_the_zone() {
     let snippets = GlideSnippets::new();
     let dir = tempfile::tempdir().unwrap();
     // Nodes that report AZ names.
-    let primary = Node::start(ZONE_A, None);
-    let b = Node::start(ZONE_B, Some(primary.port));
-    let c = Node::start(ZONE_C, Some(primary.port));
     let map = dir.path().join("map.json");
-    std::fs::write(
-        &map,
-        nodes_map(
-            &b.endpoint(),
-            &[
-                (&primary, "primary", ZONE_A, "apne1-az4"),
-                (&b, "replica", ZONE_B, "apne1-az2"),
-                (&c, "replica", ZONE_C, "apne1-az1"),
-            ],
-            None,
-        ),
-    )
-    .unwrap();
+    let [primary, b, c] = three_zones([ZONE_A, ZONE_B, ZONE_C], &map);
     let (config, stderr) = resolve_glide(&map, &["--zone", ZONE_C], &[]);
     assert_eq!(config["client_az"], ZONE_C, "{stderr}");
     assert_eq!(config["read_from"], "AZAffinity");
@@ -3750,23 +3743,8 @@ fn glide_standalone_from_resolve_reads_every_key_in_the_zone() {
     );
 
     // Nodes that report AZ IDs; the zone given by name.
-    let id_primary = Node::start("apne1-az4", None);
-    let id_b = Node::start("apne1-az2", Some(id_primary.port));
-    let id_c = Node::start("apne1-az1", Some(id_primary.port));
     let by_id = dir.path().join("by-id.json");
-    std::fs::write(
-        &by_id,
-        nodes_map(
-            &id_b.endpoint(),
-            &[
-                (&id_primary, "primary", ZONE_A, "apne1-az4"),
-                (&id_b, "replica", ZONE_B, "apne1-az2"),
-                (&id_c, "replica", ZONE_C, "apne1-az1"),
-            ],
-            None,
-        ),
-    )
-    .unwrap();
+    let [id_primary, id_b, id_c] = three_zones(["apne1-az4", "apne1-az2", "apne1-az1"], &by_id);
     let (config, stderr) = resolve_glide(&by_id, &["--zone", ZONE_C], &[]);
     assert_eq!(config["client_az"], "apne1-az1", "the nodes' spelling: {stderr}");
     let before = [id_primary.gets(), id_b.gets(), id_c.gets()];

@@ -860,33 +860,6 @@ async fn ssm_tags_default_tags_secure_string_key_and_tier() {
     .await;
 }
 
-/// A cluster-mode-enabled group (`NumNodeGroups`, `ClusterMode="enabled"`,
-/// `NodeGroupConfiguration` with AZs) in moto.
-async fn create_cluster_group(moto: &Moto, id: &str, replica_azs: &[[&str; 2]; 3]) {
-    use aws_sdk_elasticache::types::NodeGroupConfiguration;
-    let client = aws_sdk_elasticache::Client::new(&moto.config().await);
-    let mut req = client
-        .create_replication_group()
-        .replication_group_id(id)
-        .replication_group_description("test")
-        .engine("valkey")
-        .cache_node_type("cache.t4g.micro")
-        .num_node_groups(3)
-        .cluster_mode(aws_sdk_elasticache::types::ClusterMode::Enabled);
-    for (n, azs) in replica_azs.iter().enumerate() {
-        req = req.node_group_configuration(
-            NodeGroupConfiguration::builder()
-                .node_group_id(format!("000{}", n + 1))
-                .primary_availability_zone("ap-northeast-1a")
-                .replica_availability_zones(azs[0])
-                .replica_availability_zones(azs[1])
-                .replica_count(2)
-                .build(),
-        );
-    }
-    req.send().await.unwrap();
-}
-
 /// Issue 44: a cluster-mode-enabled group applies (before: "Cluster mode is not supported"). The
 /// published map holds the configuration endpoint and every shard's nodes, claims no zone, and
 /// names as uncovered the zones where some shard has no replica. A topology change shows in the
@@ -895,7 +868,7 @@ async fn create_cluster_group(moto: &Moto, id: &str, replica_azs: &[[&str; 2]; 3
 async fn a_cluster_mode_group_publishes_every_shard_and_plans_name_the_shard() {
     let moto = Moto::start();
     let spread = ["ap-northeast-1c", "ap-northeast-1d"];
-    create_cluster_group(&moto, "shards", &[spread, spread, spread]).await;
+    moto.create_cluster_group("shards", &[spread, spread, spread]).await;
     put_secret(&moto, "{}", true).await;
     let tf = std::sync::Arc::new(terraform(&moto));
     tf.write(
@@ -940,12 +913,8 @@ async fn a_cluster_mode_group_publishes_every_shard_and_plans_name_the_shard() {
 
     // Shard 0002 loses its replica in 1d: the plan names the shard and the zone.
     moto.reset();
-    create_cluster_group(
-        &moto,
-        "shards",
-        &[spread, ["ap-northeast-1c", "ap-northeast-1c"], spread],
-    )
-    .await;
+    moto.create_cluster_group("shards", &[spread, ["ap-northeast-1c", "ap-northeast-1c"], spread])
+        .await;
     put_secret(&moto, &first, true).await;
     let t = tf.clone();
     let second = blocking(move || {

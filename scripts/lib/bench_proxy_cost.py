@@ -25,15 +25,9 @@ table = sys.argv[4] if len(sys.argv) > 4 else None
 os.makedirs(work, exist_ok=True)
 TICK = os.sysconf("SC_CLK_TCK")
 ZONE_A, ZONE_B = "ap-northeast-1a", "ap-northeast-1b"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from valkey_nodes import free_port  # noqa: E402
 REQUESTS, CLIENTS = 200000, 50
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_port(port, what):

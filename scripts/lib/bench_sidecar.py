@@ -32,26 +32,11 @@ ZONE_A, ZONE_B = "ap-northeast-1a", "ap-northeast-1b"
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from valkey_nodes import command, free_port, nodes_in  # noqa: E402
+from valkey_nodes import Group, command, free_port  # noqa: E402
 
-Node = nodes_in(valkey, work)
-
-
-primary = Node(ZONE_A)
-a1, a2 = Node(ZONE_A, primary.port), Node(ZONE_A, primary.port)
-reader = Node(ZONE_B, primary.port)
-with socket.create_connection(("127.0.0.1", primary.port)) as s:
-    command(s, "SET", "key:__rand_int__", "x" * 64)
 map_path = os.path.join(work, "sidecar-map.json")
-
-
-def write_map(replica):
-    doc = {"version": 1, "fallback": reader.endpoint(), "zones": {ZONE_A: replica.endpoint()}}
-    with open(map_path + ".tmp", "w") as f:
-        json.dump(doc, f)
-    os.replace(map_path + ".tmp", map_path)
-
-
+group = Group(valkey, work, map_path)
+primary, a1, a2, reader, write_map = group.primary, group.a1, group.a2, group.reader, group.write_map
 write_map(a1)
 listen = free_port()
 sidecar = subprocess.Popen([locality, "sidecar", "--map", map_path, "--zone", ZONE_A, "--listen", "127.0.0.1:%d" % listen,

@@ -27,28 +27,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from valkey_nodes import command, free_port, nodes_in  # noqa: E402
+from valkey_nodes import ZONE_A, Group, command, free_port  # noqa: E402
 
 app, valkey, work, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-ZONE_A, ZONE_B = "ap-northeast-1a", "ap-northeast-1b"
-Node = nodes_in(valkey, work)
-
-primary = Node(ZONE_A)
-a1, a2 = Node(ZONE_A, primary.port), Node(ZONE_A, primary.port)
-reader = Node(ZONE_B, primary.port)
-with socket.create_connection(("127.0.0.1", primary.port)) as s:
-    command(s, "SET", "k", "x" * 64)
-    command(s, "SET", "key:__rand_int__", "x" * 64)
 map_path = os.path.join(work, "soak-map.json")
-
-
-def write_map(replica):
-    doc = {"version": 1, "fallback": reader.endpoint(), "zones": {ZONE_A: replica.endpoint()}}
-    with open(map_path + ".tmp", "w") as f:
-        json.dump(doc, f)
-    os.replace(map_path + ".tmp", map_path)
-
-
+group = Group(valkey, work, map_path)
+primary, a1, a2, reader, write_map = group.primary, group.a1, group.a2, group.reader, group.write_map
 write_map(a1)
 listen, stats, metrics = free_port(), free_port(), free_port()
 log = open(os.path.join(work, "soak-sidecar.log"), "w")

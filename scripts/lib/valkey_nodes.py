@@ -1,6 +1,7 @@
 """Valkey nodes on loopback and a RESP client, for scripts/lib/bench_sidecar.py and
 scripts/lib/bench_soak.py."""
 
+import json
 import os
 import signal
 import socket
@@ -81,6 +82,31 @@ class _Node:
         return "127.0.0.1:%d" % self.port
 
 
+
+
+ZONE_A, ZONE_B = "ap-northeast-1a", "ap-northeast-1b"
+
+
+class Group:
+    """A primary and replicas a1, a2 in zone a, the reader in zone b (keys k and
+    key:__rand_int__ set), and the sidecar's map at `map_path`, written atomically."""
+
+    def __init__(self, valkey, work, map_path):
+        node = nodes_in(valkey, work)
+        self.primary = node(ZONE_A)
+        self.a1, self.a2 = node(ZONE_A, self.primary.port), node(ZONE_A, self.primary.port)
+        self.reader = node(ZONE_B, self.primary.port)
+        self.map_path = map_path
+        with socket.create_connection(("127.0.0.1", self.primary.port)) as s:
+            command(s, "SET", "k", "x" * 64)
+            command(s, "SET", "key:__rand_int__", "x" * 64)
+
+    def write_map(self, replica):
+        """Zone a reads from `replica`; the reader is the fallback."""
+        doc = {"version": 1, "fallback": self.reader.endpoint(), "zones": {ZONE_A: replica.endpoint()}}
+        with open(self.map_path + ".tmp", "w") as f:
+            json.dump(doc, f)
+        os.replace(self.map_path + ".tmp", self.map_path)
 
 
 def nodes_in(valkey, work):

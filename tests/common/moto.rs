@@ -65,18 +65,50 @@ impl Moto {
     /// Creates a cluster-mode-disabled replication group with one replica per AZ given (moto
     /// honours PreferredCacheClusterAZs with ReplicasPerNodeGroup).
     pub async fn create_group(&self, id: &str, azs: &[&str]) {
-        let client = aws_sdk_elasticache::Client::new(&self.config().await);
-        let mut req = client
-            .create_replication_group()
-            .replication_group_id(id)
-            .replication_group_description("test")
-            .engine("valkey")
-            .cache_node_type("cache.t4g.micro")
+        let mut req = self
+            .group_request(id)
+            .await
             .replicas_per_node_group(azs.len() as i32 - 1);
         for az in azs {
             req = req.preferred_cache_cluster_azs(*az);
         }
         req.send().await.unwrap();
+    }
+
+    /// A cluster-mode-enabled group of three shards (`NumNodeGroups`, `ClusterMode="enabled"`,
+    /// `NodeGroupConfiguration`): each primary in ap-northeast-1a, its two replicas in the AZs given.
+    pub async fn create_cluster_group(&self, id: &str, replica_azs: &[[&str; 2]; 3]) {
+        use aws_sdk_elasticache::types::{ClusterMode, NodeGroupConfiguration};
+        let mut req = self
+            .group_request(id)
+            .await
+            .num_node_groups(3)
+            .cluster_mode(ClusterMode::Enabled);
+        for (n, azs) in replica_azs.iter().enumerate() {
+            req = req.node_group_configuration(
+                NodeGroupConfiguration::builder()
+                    .node_group_id(format!("000{}", n + 1))
+                    .primary_availability_zone("ap-northeast-1a")
+                    .replica_availability_zones(azs[0])
+                    .replica_availability_zones(azs[1])
+                    .replica_count(2)
+                    .build(),
+            );
+        }
+        req.send().await.unwrap();
+    }
+
+    /// CreateReplicationGroup of a valkey group `id`, before its topology.
+    async fn group_request(
+        &self,
+        id: &str,
+    ) -> aws_sdk_elasticache::operation::create_replication_group::builders::CreateReplicationGroupFluentBuilder {
+        aws_sdk_elasticache::Client::new(&self.config().await)
+            .create_replication_group()
+            .replication_group_id(id)
+            .replication_group_description("test")
+            .engine("valkey")
+            .cache_node_type("cache.t4g.micro")
     }
 
     /// Wipes every service (moto cannot change a group's topology in place).
