@@ -3041,6 +3041,113 @@ fn where_reads_go_is_watched_by_a_real_prometheus() {
     drop(sidecar);
 }
 
+/// The same claim with the client that caches really have: one pooled connection, kept open, a
+/// GET every 0.3 s (reconnecting only when it is closed). Before `option contstats`, HAProxy's
+/// per-server byte counters moved only when a session ended: the share stayed at 1, then NaN,
+/// through a 90 s outage, and `LocalityReadsLeaveTheZone` went pending only after recovery,
+/// falsely. Now the share drops during the outage, the alert is pending before the replica is
+/// back, and nothing is pending once the share is back at 1.
+#[test]
+fn a_pooled_connection_moves_the_share_during_the_outage_not_after() {
+    let mut group = Group::start();
+    let mut primary = TcpStream::connect(group.primary.endpoint()).unwrap();
+    command(&mut primary, &["SET", "k", &"v".repeat(1000)]).unwrap();
+    let maps = tempfile::tempdir().unwrap();
+    let map = maps.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let (stats, metrics) = (free_port(), free_port());
+    let sidecar = Sidecar::start(
+        &map,
+        &[
+            "--zone",
+            ZONE_A,
+            "--interval",
+            "1",
+            "--stats",
+            &format!("127.0.0.1:{stats}"),
+            "--metrics",
+            &format!("127.0.0.1:{metrics}"),
+        ],
+        &[],
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let client = {
+        let (stop, connections, port) = (Arc::clone(&stop), Arc::clone(&connections), sidecar.port);
+        std::thread::spawn(move || {
+            let mut pooled: Option<TcpStream> = None;
+            while !stop.load(Ordering::SeqCst) {
+                if pooled.is_none() {
+                    pooled = TcpStream::connect(("127.0.0.1", port)).ok();
+                    if let Some(s) = &pooled {
+                        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                        connections.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                if let Some(s) = pooled.as_mut() {
+                    if command(s, &["GET", "k"]).is_err() {
+                        pooled = None;
+                        continue;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        })
+    };
+    let prometheus = Prometheus::start(stats, metrics);
+    let share = "locality:zone_read_share:ratio_rate1m";
+    let pending = "ALERTS{alertname=\"LocalityReadsLeaveTheZone\", alertstate=\"pending\"}";
+    let (_, took) = prometheus.wait_for(Duration::from_secs(30), share, |v| v == 1.0);
+    eprintln!("healthy: {share} = 1 after {took:?}");
+
+    // The outage: the pooled session on the replica ends with it; the client's next connection
+    // is served by the reader and stays open. The share must follow during the outage.
+    group.a1.kill();
+    let killed = Instant::now();
+    let (sample, took) = prometheus.wait_for(Duration::from_secs(15), share, |v| v < 1.0);
+    eprintln!("replica killed: {share} = {:.3} after {took:?}", sample.1);
+    let (_, took) = prometheus.wait_for(Duration::from_secs(15), pending, |_| true);
+    eprintln!("replica killed: LocalityReadsLeaveTheZone pending after {took:?}");
+    // For the rest of a 30 s outage the share is a number below 1 (never NaN, never back at 1).
+    while killed.elapsed() < Duration::from_secs(30) {
+        let now = prometheus.query(share);
+        assert!(
+            now.len() == 1 && now[0].1 < 1.0 && !now[0].1.is_nan(),
+            "{:?} into the outage: {share} = {now:?}",
+            killed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let during = connections.load(Ordering::SeqCst);
+    eprintln!("outage: {during} client connections so far (the pooled one, and its replacement on the reader)");
+
+    // Back: HAProxy ends the reader's session (on-marked-up shutdown-backup-sessions), the client
+    // reconnects to the replica, and the share returns to 1 as the outage leaves the window.
+    group.a1.restart();
+    let (_, took) = prometheus.wait_for(Duration::from_secs(120), share, |v| v == 1.0);
+    eprintln!("replica back: {share} = 1 after {took:?}");
+    let started = Instant::now();
+    while !prometheus.query(pending).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "still pending after recovery");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // And nothing goes pending afterwards (the old bug: the reader's bytes counted at the end of
+    // its session, after recovery).
+    let settled = Instant::now();
+    while settled.elapsed() < Duration::from_secs(15) {
+        assert!(prometheus.query(pending).is_empty(), "pending after recovery");
+        let now = prometheus.query(share);
+        assert_eq!(now.first().map(|s| s.1), Some(1.0), "{share} after recovery: {now:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    stop.store(true, Ordering::SeqCst);
+    client.join().unwrap();
+    let all = connections.load(Ordering::SeqCst);
+    assert!(all <= 4, "the client reconnected {all} times: the connection was not pooled");
+    eprintln!("the client opened {all} connections in all");
+    drop(sidecar);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hostile load and hostile input (issue 43): every listener bounded, every probe bounded, no
 // file another user controls. Each test brings its attacker: a flood of connections, an endless

@@ -162,6 +162,9 @@ defaults
   timeout server 24h
   retries 3
   option redispatch 1
+  # Byte counters move while a session lasts, not only when it ends: pooled connections live for
+  # hours, and the read share (Prometheus rules) must follow a failover as it happens.
+  option contstats
 "
     );
     let resolvers = needs_resolvers(layout, settings);
