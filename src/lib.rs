@@ -5,6 +5,8 @@
 //! - [`naming`]: name rules and "did you mean" shared by both;
 //! - [`provider`]: the `locality` provider's resources and data sources;
 //! - [`ranges`]: the clouds' published IP ranges and the lookup over them;
+//! - `audit` (feature `audit`, on by default): `locality audit`, VPC Flow Logs joined with the
+//!   replica map's nodes and the VPC's subnets (no protocol layer, no provider);
 //! - leaves that import nothing above them: [`naming`], [`regions`] (the region catalogue),
 //!   [`http`] (retries and backoff), [`files`] (safe replacement and reading of files).
 //!
@@ -12,6 +14,8 @@
 //! `generator` on the leaves; `tfplugin` on nothing; `provider` on all of these but the
 //! generator. Nothing imports from a layer above it.
 
+#[cfg(feature = "audit")]
+pub mod audit;
 pub mod files;
 pub mod generator;
 pub mod http;

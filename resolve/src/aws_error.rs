@@ -246,6 +246,45 @@ fn credentials_problem(error: &aws_credential_types::provider::error::Credential
     }
 }
 
+/// The AWS configuration every command uses: the shared files checked (running as root, files
+/// another user could have written are refused), a missing profile said as such, every request
+/// through [`guarded_http_client`], a region, and credentials that load.
+///
+/// # Errors
+/// The error's class (`untrusted_file`, `profile_not_found`, `no_region`, `credentials`,
+/// `timeout`) and the sentence.
+pub async fn checked_config() -> Result<aws_config::SdkConfig, (&'static str, String)> {
+    #[cfg(unix)]
+    if let Some(problem) = shared_files_refused(&default_shared_files()) {
+        return Err(("untrusted_file", problem));
+    }
+    if let Some(profile) = env_profile() {
+        if let Some(problem) = missing_profile(&profile, true, None).await {
+            return Err(("profile_not_found", problem));
+        }
+    }
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(guarded_http_client())
+        .load()
+        .await;
+    if config.region().is_none() {
+        return Err(("no_region", NO_REGION.to_string()));
+    }
+    if let Some(credentials) = config.credentials_provider() {
+        use aws_credential_types::provider::error::CredentialsError;
+        use aws_credential_types::provider::ProvideCredentials as _;
+        if let Err(e) = credentials.provide_credentials().await {
+            let kind = if matches!(e, CredentialsError::ProviderTimedOut(_)) {
+                "timeout"
+            } else {
+                "credentials"
+            };
+            return Err((kind, chain(&e)));
+        }
+    }
+    Ok(config)
+}
+
 /// The SDK's HTTPS client behind a guard that refuses, before anything is sent, a request whose
 /// endpoint is neither https nor on this host (loopback, or link-local: the instance and
 /// container metadata services) — whatever set the endpoint (`endpoint_url`,

@@ -296,39 +296,9 @@ mod aws {
     }
 
     async fn fetch(source: &MapSource) -> Result<(String, MapVersion), ReadError> {
-        use crate::aws_error::{chain, NO_REGION};
-        // Running as root, shared files another user could have written are not read at all.
-        #[cfg(unix)]
-        if let Some(problem) = crate::aws_error::shared_files_refused(&crate::aws_error::default_shared_files()) {
-            return Err(ReadError::new("untrusted_file", problem));
-        }
-        // A profile the shared files do not hold: said as such, not as the next source's failure.
-        if let Some(profile) = crate::aws_error::env_profile() {
-            if let Some(problem) = crate::aws_error::missing_profile(&profile, true, None).await {
-                return Err(ReadError::new("profile_not_found", problem));
-            }
-        }
-        // Every request, the credential providers' too, through the https-or-loopback guard.
-        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .http_client(crate::aws_error::guarded_http_client())
-            .load()
-            .await;
-        // Said before any request, as the provider says them (no request could be sent).
-        if config.region().is_none() {
-            return Err(ReadError::new("no_region", NO_REGION));
-        }
-        if let Some(credentials) = config.credentials_provider() {
-            use aws_credential_types::provider::error::CredentialsError;
-            use aws_credential_types::provider::ProvideCredentials as _;
-            if let Err(e) = credentials.provide_credentials().await {
-                let kind = if matches!(e, CredentialsError::ProviderTimedOut(_)) {
-                    "timeout"
-                } else {
-                    "credentials"
-                };
-                return Err(ReadError::new(kind, chain(&e)));
-            }
-        }
+        let config = crate::aws_error::checked_config()
+            .await
+            .map_err(|(class, message)| ReadError::new(class, message))?;
         match source {
             MapSource::Ssm(name) => {
                 let client = aws_sdk_ssm::Client::new(&config);

@@ -2,7 +2,8 @@
 //! regional-failover HCL (see docs/guides/generator.md); `locality resolve` tells an
 //! application which cache endpoint to read from (the `locality-resolve` crate, see
 //! docs/guides/consuming-the-replica-map.md) and `locality sidecar` does the same for
-//! applications that cannot change code (HAProxy steered by the map); `locality lookup` and `locality ranges` answer
+//! applications that cannot change code (HAProxy steered by the map); `locality audit` says
+//! where reads really went, from VPC Flow Logs; `locality lookup` and `locality ranges` answer
 //! "which cloud region is this IP in".
 
 use std::path::PathBuf;
@@ -51,6 +52,10 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         ranges: Option<PathBuf>,
     },
+    /// Where reads to the cache went, from VPC Flow Logs: the in-zone share, the clients that
+    /// read across zones, and what that costs a month (or the same as one Athena query).
+    #[cfg(feature = "audit")]
+    Audit(Box<locality::audit::AuditArgs>),
     /// `resolve` and `sidecar` (the application side, also in `locality-app`).
     #[command(flatten)]
     App(Box<locality_resolve::cli::AppCommand>),
@@ -123,6 +128,12 @@ fn main() -> ExitCode {
             ExitCode::from(run(&args, &mut std::io::stdout(), &mut std::io::stderr()))
         }
         Command::App(command) => command.run(),
+        #[cfg(feature = "audit")]
+        Command::Audit(args) => ExitCode::from(locality::audit::run(
+            &args,
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
         Command::Lookup { ips, json, ranges } => ExitCode::from(command::lookup(
             ranges.as_deref(),
             &ips,

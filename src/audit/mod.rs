@@ -1,0 +1,304 @@
+//! `locality audit`: where every client's cache reads really went, from AWS's own records.
+//!
+//! VPC Flow Logs (files, folders, S3) joined with the cache's nodes (the replica map) and the
+//! VPC's subnets (client zones): bytes per node, role, client zone and client, each flow counted
+//! once; the in-zone share, the cross-zone bytes and what they cost a month. `--print-sql
+//! athena` prints the same computation as one Athena query.
+//!
+//! - [`flow_log`]: the records' format (header line, any field order) and one record;
+//! - [`topology`]: nodes from the map, subnets from JSON or DescribeSubnets;
+//! - [`tally`]: counting each flow once;
+//! - [`read`]: files, folders and S3 objects, several at once;
+//! - [`report`]: the figures and their renderings;
+//! - [`athena`]: the SQL.
+
+pub mod athena;
+pub mod flow_log;
+pub mod read;
+pub mod report;
+pub mod tally;
+pub mod topology;
+
+use std::collections::HashMap;
+use std::io::{IsTerminal as _, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use locality_resolve::document::ReplicaMap;
+use locality_resolve::source::MapSource;
+
+use self::flow_log::Layout;
+use self::read::{Input, Location, Reading};
+use self::report::Figures;
+use self::topology::Subnets;
+
+/// Exit status when the share is below `--min-share`.
+pub const BELOW_MIN_SHARE: u8 = 3;
+
+/// The flags of `locality audit`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  locality audit --map ssm:/prod/cache/replica-map --flow-logs s3://flow-logs/AWSLogs/123456789012/vpcflowlogs/us-east-1/2026/12/03/
+  locality audit --map replica-map.json --subnets subnets.json --flow-logs ./flow-logs --format json --min-share 0.95
+  locality audit --map replica-map.json --subnets subnets.json --print-sql athena
+
+Exit status: 0; 1 when something cannot be read (nothing half-counted is printed); 2 for a usage error; 3 when the in-zone share is below --min-share.")]
+pub struct AuditArgs {
+    /// The replica map: a file path, ssm:<name>, secretsmanager:<id> or secretsmanager:<id>#<key>.
+    /// Its `nodes` (every node, its role and zone) when it lists them, else its zones' replicas.
+    #[arg(long, value_name = "SOURCE")]
+    map: String,
+    /// Flow logs: a file, a folder (recursively *.log and *.log.gz) or s3://BUCKET/PREFIX
+    /// (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for an S3-compatible endpoint). Repeatable.
+    #[arg(long = "flow-logs", value_name = "LOCATION", required_unless_present = "print_sql")]
+    flow_logs: Vec<String>,
+    /// The subnets, as `aws ec2 describe-subnets` prints them (default: ec2:DescribeSubnets in
+    /// the region). A client in no known subnet counts as zone `unknown`, never as in-zone.
+    #[arg(long, value_name = "FILE")]
+    subnets: Option<PathBuf>,
+    /// The fields of files without a header line, in order (default: the default format,
+    /// version 2). Files delivered to S3 name their fields in their first line.
+    #[arg(long, value_name = "FIELDS")]
+    fields: Option<String>,
+    /// Output.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+    /// USD per GB (10^9 bytes) of data crossing zones, charged in each direction.
+    #[arg(long = "price-per-gb", value_name = "USD", default_value_t = 0.01)]
+    price_per_gb: f64,
+    /// Exit 3 when the in-zone share is below this (0 to 1): a scheduled job fails loudly.
+    #[arg(long = "min-share", value_name = "SHARE")]
+    min_share: Option<f64>,
+    /// Print the same computation as one SQL query instead, over the flow-log table that AWS's
+    /// Athena integration creates (`vpc_flow_logs`), with the nodes and subnets inlined.
+    #[arg(long = "print-sql", value_enum, value_name = "ENGINE")]
+    print_sql: Option<SqlEngine>,
+    /// The table `--print-sql` queries.
+    #[arg(long, value_name = "NAME", default_value = "vpc_flow_logs")]
+    table: String,
+    /// How many files or objects are read at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+}
+
+/// `--format`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OutputFormat {
+    /// For people: the summary, the worst clients first, the nodes.
+    Table,
+    /// One JSON object.
+    Json,
+    /// A node_exporter textfile (Prometheus text format).
+    Prometheus,
+}
+
+/// `--print-sql`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SqlEngine {
+    /// Amazon Athena (Trino SQL).
+    Athena,
+}
+
+/// Runs `locality audit`; its exit status.
+pub fn run(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match audit(args, out, err) {
+        Ok(status) => status,
+        Err(Failure::Usage(message)) => {
+            let _ = writeln!(err, "locality audit: {message}");
+            2
+        }
+        Err(Failure::Error(message)) => {
+            let _ = writeln!(err, "locality audit: {message}");
+            1
+        }
+    }
+}
+
+enum Failure {
+    Usage(String),
+    Error(String),
+}
+
+fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Failure> {
+    if let Some(min) = args.min_share {
+        if !(0.0..=1.0).contains(&min) {
+            return Err(Failure::Usage(format!(
+                "--min-share {min} is not a share: give a number from 0 to 1, e.g. --min-share 0.95"
+            )));
+        }
+    }
+    if !(args.price_per_gb.is_finite() && args.price_per_gb >= 0.0) {
+        return Err(Failure::Usage(format!(
+            "--price-per-gb {} is not a price: give USD per GB, e.g. --price-per-gb 0.01",
+            args.price_per_gb
+        )));
+    }
+    let fields = match &args.fields {
+        Some(fields) => Layout::from_header(fields).map_err(|e| Failure::Usage(format!("--fields: {e}")))?,
+        None => Layout::default_format(),
+    };
+    let locations = args
+        .flow_logs
+        .iter()
+        .map(|l| Location::parse(l).map_err(|e| Failure::Usage(format!("--flow-logs: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let source = MapSource::parse(&args.map).map_err(|e| Failure::Usage(format!("--map: {e}")))?;
+    let (text, notes) = source
+        .read_noting(Duration::from_secs(30))
+        .map_err(|e| Failure::Error(format!("--map {}: {e}", args.map)))?;
+    for note in notes {
+        let _ = writeln!(err, "locality audit: warning: {note}");
+    }
+    let map = ReplicaMap::parse(&text).map_err(|e| Failure::Error(format!("--map {}: {e}", args.map)))?;
+    let nodes = topology::nodes_of(&map).map_err(|e| Failure::Error(format!("--map {}: {e}", args.map)))?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+    let needs_aws = args.subnets.is_none() || locations.iter().any(|l| matches!(l, Location::S3 { .. }));
+    let config = if needs_aws {
+        let why = if args.subnets.is_none() {
+            "the subnets (ec2:DescribeSubnets; or give --subnets FILE)"
+        } else {
+            "the S3 flow logs"
+        };
+        Some(
+            runtime
+                .block_on(locality_resolve::aws_error::checked_config())
+                .map_err(|(_, e)| Failure::Error(format!("AWS, for {why}: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let subnets = match &args.subnets {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?;
+            Subnets::from_json(&text).map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?
+        }
+        None => runtime
+            .block_on(topology::describe_subnets(config.as_ref().expect("loaded above")))
+            .map_err(Failure::Error)?,
+    };
+    if subnets.all().is_empty() {
+        let _ = writeln!(
+            err,
+            "locality audit: warning: no subnet is known: every client counts as zone unknown, and the share is undefined"
+        );
+    }
+
+    if let Some(SqlEngine::Athena) = args.print_sql {
+        let _ = write!(
+            out,
+            "{}",
+            athena::query(&args.table, &nodes, &subnets, args.price_per_gb)
+        );
+        return Ok(0);
+    }
+
+    let s3 = config.as_ref().map(|c| {
+        let mut builder = aws_sdk_s3::config::Builder::from(c);
+        if path_style(c) {
+            builder = builder.force_path_style(true);
+        }
+        aws_sdk_s3::Client::from_conf(builder.build())
+    });
+    let mut inputs: Vec<Input> = Vec::new();
+    for (location, given) in locations.iter().zip(&args.flow_logs) {
+        let found = match location {
+            Location::Path(path) => read::local_inputs(path).map_err(Failure::Error)?,
+            Location::S3 { bucket, prefix } => runtime
+                .block_on(read::s3_inputs(s3.as_ref().expect("loaded for S3"), bucket, prefix))
+                .map_err(Failure::Error)?,
+        };
+        if found.is_empty() {
+            return Err(Failure::Error(format!(
+                "--flow-logs {given}: no flow-log file (*.log, *.log.gz) there"
+            )));
+        }
+        inputs.extend(found);
+    }
+
+    let node_index: HashMap<IpAddr, u32> = nodes.iter().enumerate().map(|(i, n)| (n.address, i as u32)).collect();
+    let total: u64 = inputs.iter().map(Input::size).sum();
+    let bar = (std::io::stderr().is_terminal() && total > 16 << 20).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let progress = |n: u64| {
+        if let Some(bar) = &bar {
+            bar.inc(n);
+        }
+    };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let reading = Reading {
+        nodes: &node_index,
+        fields: &fields,
+        s3: s3.as_ref().map(|c| (c, runtime.handle().clone())),
+        threads,
+        progress: &progress,
+    };
+    let tally = read::read_all(&inputs, &reading).map_err(Failure::Error);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let tally = tally?;
+    let figures = Figures::compute(&tally, &nodes, &subnets, args.price_per_gb);
+    if let Some(first) = &figures.first_skipped {
+        let _ = writeln!(
+            err,
+            "locality audit: warning: {} line(s) skipped; the first: {first}",
+            figures.skipped
+        );
+    }
+    let rendered = match args.format {
+        OutputFormat::Table => figures.to_table(),
+        OutputFormat::Json => format!("{}\n", figures.to_json()),
+        OutputFormat::Prometheus => figures.to_prometheus(),
+    };
+    let _ = out.write_all(rendered.as_bytes());
+    drop(runtime);
+    match (args.min_share, figures.in_zone_share) {
+        (Some(min), Some(share)) if share < min => {
+            let _ = writeln!(
+                err,
+                "locality audit: the in-zone share {:.4} is below --min-share {min}",
+                share
+            );
+            Ok(BELOW_MIN_SHARE)
+        }
+        (Some(min), None) => {
+            let _ = writeln!(
+                err,
+                "locality audit: no replica bytes with a known client zone: the share is undefined, so --min-share {min} is not met"
+            );
+            Ok(BELOW_MIN_SHARE)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// Whether S3 requests use path-style addressing: an endpoint that is an IP address or
+/// `localhost` (S3-compatible servers, no bucket subdomains).
+fn path_style(config: &aws_config::SdkConfig) -> bool {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL_S3")
+        .ok()
+        .or_else(|| config.endpoint_url().map(str::to_string));
+    endpoint
+        .and_then(|e| url::Url::parse(&e).ok())
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+        .is_some_and(|host| match host {
+            url::Host::Domain(name) => name == "localhost",
+            url::Host::Ipv4(_) | url::Host::Ipv6(_) => true,
+        })
+}

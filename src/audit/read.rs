@@ -1,0 +1,292 @@
+//! Reading flow logs: files, folders (recursively `*.log` and `*.log.gz`) and S3 prefixes
+//! (listed, then streamed), several at once, gzip or plain, into one [`Tally`].
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader, Read};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::flow_log::{self, Layout, Record};
+use super::tally::Tally;
+
+/// Where flow logs are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A file or a folder.
+    Path(PathBuf),
+    /// `s3://bucket/prefix`.
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The key prefix (may be empty).
+        prefix: String,
+    },
+}
+
+impl Location {
+    /// Parses `--flow-logs`.
+    ///
+    /// # Errors
+    /// A sentence saying what is allowed.
+    pub fn parse(value: &str) -> Result<Location, String> {
+        if let Some(rest) = value.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(format!("{value:?} names no bucket: use s3://BUCKET/PREFIX"));
+            }
+            return Ok(Location::S3 {
+                bucket: bucket.to_string(),
+                prefix: prefix.to_string(),
+            });
+        }
+        if value.is_empty() {
+            return Err("an empty --flow-logs: use a file, a folder or s3://BUCKET/PREFIX".to_string());
+        }
+        if let Some((scheme, _)) = value.split_once("://") {
+            return Err(format!(
+                "{scheme}:// is not a flow-log location the audit reads: use a file, a folder or s3://BUCKET/PREFIX"
+            ));
+        }
+        Ok(Location::Path(PathBuf::from(value)))
+    }
+}
+
+/// One thing to read: a file or an S3 object, with its size for the progress bar.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A local file.
+    File(PathBuf, u64),
+    /// An S3 object.
+    Object {
+        /// The bucket.
+        bucket: String,
+        /// The key.
+        key: String,
+        /// Its size.
+        size: u64,
+    },
+}
+
+impl Input {
+    /// How it is named in messages.
+    pub fn name(&self) -> String {
+        match self {
+            Input::File(path, _) => path.display().to_string(),
+            Input::Object { bucket, key, .. } => format!("s3://{bucket}/{key}"),
+        }
+    }
+
+    /// Its size in bytes (compressed, as stored).
+    pub fn size(&self) -> u64 {
+        match self {
+            Input::File(_, size) | Input::Object { size, .. } => *size,
+        }
+    }
+}
+
+/// Whether a file in a folder is a flow-log file.
+fn is_flow_log(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.ends_with(".log") || name.ends_with(".log.gz")
+}
+
+/// The files of a local location: the file itself, or a folder's flow-log files (recursively,
+/// in name order).
+///
+/// # Errors
+/// A sentence naming what cannot be read.
+pub fn local_inputs(path: &Path) -> Result<Vec<Input>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.is_file() {
+        return Ok(vec![Input::File(path.to_path_buf(), meta.len())]);
+    }
+    let mut found = Vec::new();
+    let mut folders = vec![path.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let entries = std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", folder.display()))?;
+            let kind = entry.file_type().map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            if kind.is_dir() {
+                folders.push(entry.path());
+            } else if kind.is_file() && is_flow_log(&entry.path()) {
+                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                found.push(Input::File(entry.path(), size));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.name().cmp(&b.name()));
+    Ok(found)
+}
+
+/// The objects under an S3 prefix whose keys end in `.log` or `.log.gz`, every page.
+///
+/// # Errors
+/// The AWS error's sentence.
+pub async fn s3_inputs(client: &aws_sdk_s3::Client, bucket: &str, prefix: &str) -> Result<Vec<Input>, String> {
+    let mut pages = client
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(prefix)
+        .into_paginator()
+        .send();
+    let mut found = Vec::new();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| {
+            locality_resolve::aws_error::describe(&format!("s3:ListObjectsV2 of s3://{bucket}/{prefix}"), &e)
+        })?;
+        for object in page.contents.unwrap_or_default() {
+            let Some(key) = object.key else { continue };
+            if is_flow_log(Path::new(&key)) {
+                found.push(Input::Object {
+                    bucket: bucket.to_string(),
+                    key,
+                    size: object.size.unwrap_or(0).max(0) as u64,
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// What reading needs besides the inputs.
+pub struct Reading<'a> {
+    /// Node address → index.
+    pub nodes: &'a HashMap<IpAddr, u32>,
+    /// The fields of files without a header line (default: the default format).
+    pub fields: &'a Layout,
+    /// An S3 client and the runtime to drive it, when an input is an object.
+    pub s3: Option<(&'a aws_sdk_s3::Client, tokio::runtime::Handle)>,
+    /// How many inputs at once.
+    pub threads: usize,
+    /// Told of every compressed byte read (the progress bar).
+    pub progress: &'a (dyn Fn(u64) + Sync),
+}
+
+/// Reads every input, several at once, into one tally.
+///
+/// # Errors
+/// The first input that cannot be read or decompressed, named: nothing half-counted is returned.
+pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let results: Mutex<Vec<Result<Tally, String>>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..reading.threads.clamp(1, inputs.len().max(1)) {
+            scope.spawn(|| {
+                let mut tally = Tally::default();
+                loop {
+                    let at = next.fetch_add(1, Ordering::SeqCst);
+                    if at >= inputs.len() || failed.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Err(e) = read_one(&inputs[at], reading, &mut tally) {
+                        failed.store(true, Ordering::SeqCst);
+                        results.lock().unwrap_or_else(|e| e.into_inner()).push(Err(e));
+                        return;
+                    }
+                }
+                results.lock().unwrap_or_else(|e| e.into_inner()).push(Ok(tally));
+            });
+        }
+    });
+    let mut total = Tally::default();
+    for result in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        total.merge(result?);
+    }
+    Ok(total)
+}
+
+/// Counts the bytes read through it.
+struct Counting<'a, R> {
+    inner: R,
+    progress: &'a (dyn Fn(u64) + Sync),
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        (self.progress)(n as u64);
+        Ok(n)
+    }
+}
+
+fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(), String> {
+    let name = input.name();
+    let fail = |e: std::io::Error| format!("{name}: {e}");
+    let raw: Box<dyn Read> = match input {
+        Input::File(path, _) => Box::new(std::fs::File::open(path).map_err(fail)?),
+        Input::Object { bucket, key, .. } => {
+            let Some((client, handle)) = &reading.s3 else {
+                return Err(format!("{name}: no S3 client"));
+            };
+            let object = handle
+                .block_on(client.get_object().bucket(bucket).key(key).send())
+                .map_err(|e| locality_resolve::aws_error::describe(&format!("s3:GetObject of {name}"), &e))?;
+            let body = object.body.into_async_read();
+            Box::new(tokio_util::io::SyncIoBridge::new_with_handle(body, handle.clone()))
+        }
+    };
+    let mut counted = BufReader::with_capacity(
+        256 * 1024,
+        Counting {
+            inner: raw,
+            progress: reading.progress,
+        },
+    );
+    let gzip = counted.fill_buf().map_err(fail)?.starts_with(&[0x1f, 0x8b]);
+    let text: Box<dyn Read> = if gzip {
+        Box::new(flate2::bufread::MultiGzDecoder::new(counted))
+    } else {
+        Box::new(counted)
+    };
+    let mut lines = BufReader::with_capacity(256 * 1024, text);
+    let mut layout: Option<Layout> = None;
+    let mut line = Vec::with_capacity(256);
+    let mut number = 0u64;
+    let node_of = |ip: IpAddr| reading.nodes.get(&ip).copied();
+    loop {
+        line.clear();
+        let n = lines
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("{name}: cannot be read to its end ({e}); nothing of it is counted"))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        let Ok(text) = std::str::from_utf8(&line) else {
+            tally.skip(&name, number, "not UTF-8 text".to_string());
+            continue;
+        };
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let current = match &layout {
+            Some(layout) => layout,
+            None => {
+                if Layout::is_header(text) {
+                    match Layout::from_header(text) {
+                        Ok(found) => layout = Some(found),
+                        Err(problem) => return Err(format!("{name}, line {number}: {problem}")),
+                    }
+                    continue;
+                }
+                layout.insert(reading.fields.clone())
+            }
+        };
+        tally.records += 1;
+        match flow_log::parse(text, current) {
+            Ok(Record::Flow(flow)) => tally.add(&flow, node_of),
+            Ok(Record::NoData) => tally.no_data += 1,
+            Ok(Record::Rejected) => tally.rejected += 1,
+            Err(bad) => {
+                tally.records -= 1;
+                tally.skip(&name, number, bad.0);
+            }
+        }
+    }
+    Ok(())
+}

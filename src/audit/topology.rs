@@ -1,0 +1,236 @@
+//! What the audit joins the flow records with: the cache's nodes (from the replica map) and the
+//! VPC's subnets (from `aws ec2 describe-subnets` JSON, or DescribeSubnets).
+
+use std::net::{IpAddr, ToSocketAddrs as _};
+
+use ipnet::IpNet;
+use locality_resolve::document::{NodeRole, ReplicaMap};
+use serde::Deserialize;
+
+/// One cache node at one address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The node's address, as flow logs show it.
+    pub address: IpAddr,
+    /// `host:port`, as the map writes it.
+    pub endpoint: String,
+    /// Primary (writes) or replica.
+    pub role: NodeRole,
+    /// Its availability zone's name.
+    pub zone: String,
+    /// Its availability zone's ID, when the map has it.
+    pub zone_id: Option<String>,
+}
+
+/// The nodes of a map: its `nodes` list (every node, its role and zone) when it has one, else
+/// the replicas its `zones` and `replicas` name (the primary is then unknown). An endpoint
+/// whose host is an IP address is taken as written; a DNS name is resolved with the system's
+/// resolver (ElastiCache's node names resolve to the nodes' private addresses from anywhere).
+///
+/// # Errors
+/// A sentence naming the endpoint whose name does not resolve, or saying that the map has no node.
+pub fn nodes_of(map: &ReplicaMap) -> Result<Vec<Node>, String> {
+    let mut listed: Vec<(String, NodeRole, String, Option<String>)> = map
+        .nodes
+        .iter()
+        .map(|n| (n.endpoint.clone(), n.role, n.zone.clone(), n.zone_id.clone()))
+        .collect();
+    if listed.is_empty() {
+        for (zone, endpoint) in &map.zones {
+            listed.push((endpoint.clone(), NodeRole::Replica, zone.clone(), None));
+        }
+        for (zone, endpoints) in &map.replicas {
+            if zone.contains("-az") {
+                continue; // an AZ ID key: the same replicas under their zone's name too
+            }
+            for endpoint in endpoints {
+                if !listed.iter().any(|(e, ..)| e == endpoint) {
+                    listed.push((endpoint.clone(), NodeRole::Replica, zone.clone(), None));
+                }
+            }
+        }
+    }
+    if listed.is_empty() {
+        return Err("the map lists no node and no zone's replica: nothing to audit".to_string());
+    }
+    let mut nodes = Vec::new();
+    for (endpoint, role, zone, zone_id) in listed {
+        for address in addresses_of(&endpoint)? {
+            if !nodes.iter().any(|n: &Node| n.address == address) {
+                nodes.push(Node {
+                    address,
+                    endpoint: endpoint.clone(),
+                    role,
+                    zone: zone.clone(),
+                    zone_id: zone_id.clone(),
+                });
+            }
+        }
+    }
+    Ok(nodes)
+}
+
+/// The addresses of an endpoint's host: itself when it is an IP address, else its DNS answers.
+fn addresses_of(endpoint: &str) -> Result<Vec<IpAddr>, String> {
+    let (host, port) = locality_resolve::split_endpoint(endpoint);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(address) = host.parse::<IpAddr>() {
+        return Ok(vec![address]);
+    }
+    let port: u16 = port.parse().unwrap_or(6379);
+    let answers = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("the node {endpoint:?} of the map: its name does not resolve ({e}); run the audit where it resolves, or give a map whose endpoints are addresses"))?;
+    let mut addresses: Vec<IpAddr> = answers.map(|a| a.ip()).collect();
+    addresses.sort();
+    addresses.dedup();
+    Ok(addresses)
+}
+
+/// One subnet: its CIDR block (IPv4 or IPv6) and its availability zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subnet {
+    /// The block.
+    pub block: IpNet,
+    /// The zone's name.
+    pub zone: String,
+    /// The zone's ID.
+    pub zone_id: Option<String>,
+}
+
+/// The subnets, searched by longest prefix.
+#[derive(Debug, Clone, Default)]
+pub struct Subnets(Vec<Subnet>);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct DescribeSubnetsOutput {
+    subnets: Vec<SubnetJson>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct SubnetJson {
+    cidr_block: Option<String>,
+    #[serde(default)]
+    ipv6_cidr_block_association_set: Vec<Ipv6Association>,
+    availability_zone: String,
+    availability_zone_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Ipv6Association {
+    ipv6_cidr_block: Option<String>,
+}
+
+impl Subnets {
+    /// Subnets from the JSON `aws ec2 describe-subnets` prints (`Subnets`: `CidrBlock`,
+    /// `Ipv6CidrBlockAssociationSet`, `AvailabilityZone`, `AvailabilityZoneId`).
+    ///
+    /// # Errors
+    /// A sentence saying what is wrong, at which line and column, or which block is not a CIDR.
+    pub fn from_json(text: &str) -> Result<Subnets, String> {
+        let parsed: DescribeSubnetsOutput = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "{e} (expected what `aws ec2 describe-subnets` prints: {{\"Subnets\": [{{\"CidrBlock\": \"10.0.1.0/24\", \"AvailabilityZone\": \"us-east-1a\", …}}]}})"
+            )
+        })?;
+        let mut subnets = Vec::new();
+        for s in parsed.subnets {
+            let blocks = s
+                .cidr_block
+                .iter()
+                .chain(s.ipv6_cidr_block_association_set.iter().filter_map(|a| a.ipv6_cidr_block.as_ref()));
+            for block in blocks {
+                let net: IpNet = block
+                    .parse()
+                    .map_err(|_| format!("subnet block {block:?} (zone {}) is not a CIDR block", s.availability_zone))?;
+                subnets.push(Subnet {
+                    block: net.trunc(),
+                    zone: s.availability_zone.clone(),
+                    zone_id: s.availability_zone_id.clone(),
+                });
+            }
+        }
+        Ok(Subnets::new(subnets))
+    }
+
+    /// Subnets from a list.
+    pub fn new(mut subnets: Vec<Subnet>) -> Subnets {
+        // Longest prefix first: the first match is the most specific.
+        subnets.sort_by(|a, b| b.block.prefix_len().cmp(&a.block.prefix_len()));
+        Subnets(subnets)
+    }
+
+    /// The subnet an address is in.
+    pub fn find(&self, address: IpAddr) -> Option<&Subnet> {
+        self.0.iter().find(|s| s.block.contains(&address))
+    }
+
+    /// Every subnet, most specific first.
+    pub fn all(&self) -> &[Subnet] {
+        &self.0
+    }
+}
+
+/// Whether a client in `subnet` is in `node`'s zone (by ID when both know it, else by name).
+pub fn same_zone(subnet: &Subnet, node: &Node) -> bool {
+    match (&subnet.zone_id, &node.zone_id) {
+        (Some(a), Some(b)) => a == b,
+        _ => subnet.zone == node.zone,
+    }
+}
+
+/// Every subnet of the region, through EC2's DescribeSubnets (all pages).
+///
+/// # Errors
+/// The AWS error's sentence.
+pub async fn describe_subnets(config: &aws_config::SdkConfig) -> Result<Subnets, String> {
+    let client = aws_sdk_ec2::Client::new(config);
+    let mut pages = client.describe_subnets().into_paginator().send();
+    let mut subnets = Vec::new();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| locality_resolve::aws_error::describe("ec2:DescribeSubnets", &e))?;
+        for s in page.subnets.unwrap_or_default() {
+            let zone = s.availability_zone.clone().unwrap_or_default();
+            let blocks = s.cidr_block.iter().cloned().chain(
+                s.ipv6_cidr_block_association_set
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|a| a.ipv6_cidr_block),
+            );
+            for block in blocks {
+                if let Ok(net) = block.parse::<IpNet>() {
+                    subnets.push(Subnet {
+                        block: net.trunc(),
+                        zone: zone.clone(),
+                        zone_id: s.availability_zone_id.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(Subnets::new(subnets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subnets_from_describe_subnets_json_by_longest_prefix() {
+        let subnets = Subnets::from_json(
+            r#"{"Subnets":[
+              {"CidrBlock":"10.0.0.0/16","AvailabilityZone":"us-east-1a","AvailabilityZoneId":"use1-az1"},
+              {"CidrBlock":"10.0.2.0/24","AvailabilityZone":"us-east-1b","AvailabilityZoneId":"use1-az2",
+               "Ipv6CidrBlockAssociationSet":[{"Ipv6CidrBlock":"2600:1f18:1:2::/64"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(subnets.find("10.0.2.9".parse().unwrap()).unwrap().zone, "us-east-1b");
+        assert_eq!(subnets.find("10.0.3.9".parse().unwrap()).unwrap().zone, "us-east-1a");
+        assert_eq!(subnets.find("2600:1f18:1:2::5".parse().unwrap()).unwrap().zone, "us-east-1b");
+        assert!(subnets.find("192.168.0.1".parse().unwrap()).is_none());
+        assert!(Subnets::from_json("{\"Subnets\": [").unwrap_err().contains("describe-subnets"));
+    }
+}
