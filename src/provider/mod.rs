@@ -78,6 +78,7 @@ impl Provider for LocalityProvider {
         vec![
             data_source(data_sources::cloud_region::CloudRegion),
             data_source(data_sources::anycast_check::AnycastCheck),
+            data_source(data_sources::cross_zone_cost::CrossZoneCost),
         ]
     }
 

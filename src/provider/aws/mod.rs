@@ -144,6 +144,38 @@ where
     }
 }
 
+/// The only region Cost Explorer's API is served from (for the `aws` partition).
+pub const COST_EXPLORER_REGION: &str = "us-east-1";
+
+/// What [`Aws::daily_cost`] asks Cost Explorer.
+#[derive(Debug, Clone, Default)]
+pub struct CostQuery {
+    /// First day, `YYYY-MM-DD` (inclusive).
+    pub start: String,
+    /// Last day, `YYYY-MM-DD` (exclusive).
+    pub end: String,
+    /// Usage types whose name contains this count (`DataTransfer-Regional-Bytes` matches every
+    /// region's, `APN1-DataTransfer-Regional-Bytes` …).
+    pub usage_type_pattern: String,
+    /// Only this service (`SERVICE` dimension).
+    pub service: Option<String>,
+    /// Only this linked account (`LINKED_ACCOUNT` dimension).
+    pub linked_account: Option<String>,
+    /// Only resources with this cost allocation tag (key, value).
+    pub tag: Option<(String, String)>,
+}
+
+/// One day of cost and usage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DailyCost {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// Unblended cost, USD.
+    pub usd: f64,
+    /// Usage quantity (GB for data transfer).
+    pub gb: f64,
+}
+
 /// The SDK clients of one provider process.
 #[derive(Clone)]
 pub struct Aws {
@@ -151,6 +183,8 @@ pub struct Aws {
     secrets: aws_sdk_secretsmanager::Client,
     ssm: aws_sdk_ssm::Client,
     sts: aws_sdk_sts::Client,
+    /// Cost Explorer: served from us-east-1 only, whatever the block's region.
+    cost_explorer: aws_sdk_costexplorer::Client,
     /// No region from the block or the chain: every call fails, and says why.
     no_region: bool,
     /// `AWS_PROFILE` names a profile the shared files do not hold (the block names none):
@@ -394,6 +428,11 @@ impl Aws {
             secrets: aws_sdk_secretsmanager::Client::new(&config),
             ssm: aws_sdk_ssm::Client::new(&config),
             sts: aws_sdk_sts::Client::new(&config),
+            cost_explorer: aws_sdk_costexplorer::Client::from_conf(
+                aws_sdk_costexplorer::config::Builder::from(&config)
+                    .region(aws_config::Region::new(COST_EXPLORER_REGION))
+                    .build(),
+            ),
             no_region: config.region().is_none(),
             profile_problem,
         }
@@ -432,6 +471,108 @@ impl Aws {
         out.account()
             .map(str::to_string)
             .ok_or_else(|| AwsError::Sdk("STS GetCallerIdentity returned no account".into()))
+    }
+
+    /// Cost Explorer GetCostAndUsage, DAILY, grouped by usage type (every page): the unblended
+    /// cost and usage of the usage types whose name contains the query's pattern, per day.
+    ///
+    /// # Errors
+    /// The SDK's error (AccessDenied names `ce:GetCostAndUsage`).
+    pub async fn daily_cost(&self, query: &CostQuery) -> Result<Vec<DailyCost>, AwsError> {
+        use aws_sdk_costexplorer::types::{
+            DateInterval, Dimension, DimensionValues, Expression, Granularity, GroupDefinition,
+            GroupDefinitionType, TagValues,
+        };
+        let what = format!(
+            "ce:GetCostAndUsage from {} to {} (the credentials need ce:GetCostAndUsage; Cost Explorer answers from {COST_EXPLORER_REGION})",
+            query.start, query.end
+        );
+        let dimension = |key: Dimension, value: &str| {
+            Expression::builder()
+                .dimensions(DimensionValues::builder().key(key).values(value).build())
+                .build()
+        };
+        let mut filters = Vec::new();
+        if let Some(service) = &query.service {
+            filters.push(dimension(Dimension::Service, service));
+        }
+        if let Some(account) = &query.linked_account {
+            filters.push(dimension(Dimension::LinkedAccount, account));
+        }
+        if let Some((key, value)) = &query.tag {
+            filters.push(
+                Expression::builder()
+                    .tags(TagValues::builder().key(key).values(value).build())
+                    .build(),
+            );
+        }
+        let filter = match filters.len() {
+            0 => None,
+            1 => filters.pop(),
+            _ => Some(Expression::builder().set_and(Some(filters)).build()),
+        };
+        let period = DateInterval::builder()
+            .start(&query.start)
+            .end(&query.end)
+            .build()
+            .map_err(|e| AwsError::Sdk(format!("{what}: {e}")))?;
+        let mut days: Vec<DailyCost> = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            tracing::debug!(aws_call = "ce:GetCostAndUsage");
+            let out = self
+                .cost_explorer
+                .get_cost_and_usage()
+                .time_period(period.clone())
+                .granularity(Granularity::Daily)
+                .metrics("UnblendedCost")
+                .metrics("UsageQuantity")
+                .group_by(
+                    GroupDefinition::builder()
+                        .r#type(GroupDefinitionType::Dimension)
+                        .key("USAGE_TYPE")
+                        .build(),
+                )
+                .set_filter(filter.clone())
+                .set_next_page_token(token.clone())
+                .send()
+                .await
+                .map_err(|e| self.sdk(&what, e))?;
+            for result in out.results_by_time() {
+                let Some(date) = result.time_period().map(|p| p.start().to_string()) else {
+                    continue;
+                };
+                let (mut usd, mut gb) = (0.0, 0.0);
+                for group in result.groups() {
+                    if !group.keys().iter().any(|k| k.contains(&query.usage_type_pattern)) {
+                        continue;
+                    }
+                    let amount = |metric: &str| {
+                        group
+                            .metrics()
+                            .and_then(|m| m.get(metric))
+                            .and_then(|v| v.amount())
+                            .and_then(|a| a.parse::<f64>().ok())
+                            .unwrap_or(0.0)
+                    };
+                    usd += amount("UnblendedCost");
+                    gb += amount("UsageQuantity");
+                }
+                match days.iter_mut().find(|d| d.date == date) {
+                    Some(day) => {
+                        day.usd += usd;
+                        day.gb += gb;
+                    }
+                    None => days.push(DailyCost { date, usd, gb }),
+                }
+            }
+            token = out.next_page_token().map(str::to_string).filter(|t| !t.is_empty());
+            if token.is_none() {
+                break;
+            }
+        }
+        days.sort_by(|a, b| a.date.cmp(&b.date));
+        Ok(days)
     }
 
     /// DescribeReplicationGroups: members, AZs, roles and read endpoints. A cluster-mode-enabled

@@ -2,3 +2,4 @@
 
 pub mod anycast_check;
 pub mod cloud_region;
+pub mod cross_zone_cost;
