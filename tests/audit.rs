@@ -1,0 +1,642 @@
+//! `locality audit` against flow logs whose truth is known: a generated topology (three zones, a
+//! replica in each, the primary, clients in each zone's subnets, two clients misrouted across
+//! zones, one outside every subnet, replication between nodes, traffic to other services,
+//! NODATA and REJECT records), written in the default format and in a custom VPC-wide format
+//! with flow-direction (every flow at both interfaces), in folders and in moto's S3 under the
+//! AWSLogs layout. The audit's figures must equal the generator's to the byte; the Athena query
+//! must give the same figures in DuckDB; bad lines, truncated gzip, --min-share, the
+//! Prometheus textfile (promtool) and the subnets from moto's EC2 are tested as well.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::moto::{Moto, ENV};
+
+/// 2026-12-01 00:00:00 UTC.
+const T0: u64 = 1_796_083_200;
+const ACCOUNT: &str = "123456789012";
+const DEFAULT_HEADER: &str =
+    "version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status";
+/// A custom format, another order, with flow-direction (what a VPC-wide log might use).
+const CUSTOM_HEADER: &str = "interface-id flow-direction bytes srcaddr dstaddr start end action log-status pkt-srcaddr version";
+
+const ZONES: [&str; 3] = ["ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"];
+const PRIMARY: &str = "10.0.1.10";
+const REPLICAS: [&str; 3] = ["10.0.1.11", "10.0.2.11", "10.0.3.11"];
+const MISROUTED: &str = "10.0.2.150";
+const MISROUTED_LESS: &str = "10.0.3.150";
+/// (Not in 172.31.0.0/16: moto, as AWS, has a default VPC there, with a subnet in each zone.)
+const OUTSIDE: &str = "192.168.77.9";
+
+fn zone_of(ip: &str) -> Option<&'static str> {
+    match ip.split('.').nth(2) {
+        Some("1") if ip.starts_with("10.0.") => Some(ZONES[0]),
+        Some("2") if ip.starts_with("10.0.") => Some(ZONES[1]),
+        Some("3") if ip.starts_with("10.0.") => Some(ZONES[2]),
+        _ => None,
+    }
+}
+
+fn eni(ip: &str) -> String {
+    format!("eni-{}", ip.replace('.', ""))
+}
+
+/// One record, both spellings.
+struct Line {
+    default: String,
+    custom: String,
+}
+
+fn record(at: &str, direction: &str, src: &str, dst: &str, bytes: u64, start: u64, action: &str) -> Line {
+    Line {
+        default: format!(
+            "2 {ACCOUNT} {at} {src} {dst} 40000 6379 6 {} {bytes} {start} {} {action} OK",
+            bytes / 100 + 1,
+            start + 60
+        ),
+        custom: format!("{at} {direction} {bytes} {src} {dst} {start} {} {action} OK {src} 5", start + 60),
+    }
+}
+
+fn no_data(at: &str, start: u64) -> Line {
+    Line {
+        default: format!("2 {ACCOUNT} {at} - - - - - - - {start} {} - NODATA", start + 60),
+        custom: format!("{at} - - - - {start} {} - NODATA - 5", start + 60),
+    }
+}
+
+/// What the generator knows: the figures the audit must find.
+#[derive(Default, Debug)]
+struct Truth {
+    /// (node, client) → bytes, both directions.
+    pairs: BTreeMap<(String, String), u64>,
+    window: (u64, u64),
+    records: u64,
+}
+
+impl Truth {
+    fn role(node: &str) -> &'static str {
+        if node == PRIMARY {
+            "primary"
+        } else {
+            "replica"
+        }
+    }
+
+    /// (in-zone replica bytes, cross-zone replica bytes, primary cross-zone, unknown zone).
+    fn totals(&self) -> (u64, u64, u64, u64) {
+        let (mut inside, mut across, mut primary, mut unknown) = (0, 0, 0, 0);
+        for ((node, client), bytes) in &self.pairs {
+            match zone_of(client) {
+                None => unknown += bytes,
+                Some(zone) if zone == zone_of(node).unwrap() => {
+                    if Truth::role(node) == "replica" {
+                        inside += bytes;
+                    }
+                }
+                Some(_) if Truth::role(node) == "replica" => across += bytes,
+                Some(_) => primary += bytes,
+            }
+        }
+        (inside, across, primary, unknown)
+    }
+
+    fn node_bytes(&self, node: &str) -> (u64, u64) {
+        let mut all = 0;
+        let mut across = 0;
+        for ((n, client), bytes) in &self.pairs {
+            if n == node {
+                all += bytes;
+                if zone_of(client).is_some_and(|z| Some(z) != zone_of(node)) {
+                    across += bytes;
+                }
+            }
+        }
+        (all, across)
+    }
+
+    fn cross_zone_clients(&self) -> Vec<(String, u64)> {
+        let mut clients: BTreeMap<String, u64> = BTreeMap::new();
+        for ((node, client), bytes) in &self.pairs {
+            if Truth::role(node) == "replica" && zone_of(client).is_some_and(|z| Some(z) != zone_of(node)) {
+                *clients.entry(client.clone()).or_default() += bytes;
+            }
+        }
+        let mut list: Vec<(String, u64)> = clients.into_iter().collect();
+        list.sort_by(|a, b| b.1.cmp(&a.1));
+        list
+    }
+}
+
+/// A deterministic pseudo-random sequence.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below
+    }
+}
+
+/// The records (every flow at both ends where both are in the VPC) and the truth.
+fn generate() -> (Vec<Line>, Truth) {
+    let mut rng = Lcg(42);
+    let mut lines = Vec::new();
+    let mut truth = Truth {
+        window: (u64::MAX, 0),
+        ..Truth::default()
+    };
+    let flow = |lines: &mut Vec<Line>, truth: &mut Truth, client: &str, node: &str, request: u64, answer: u64, start: u64| {
+        let node_eni = eni(node);
+        // At the node: the request arrives (ingress), the answer leaves (egress).
+        lines.push(record(&node_eni, "ingress", client, node, request, start, "ACCEPT"));
+        lines.push(record(&node_eni, "egress", node, client, answer, start, "ACCEPT"));
+        // At the client, when its interface is in the VPC.
+        if zone_of(client).is_some() {
+            let client_eni = eni(client);
+            lines.push(record(&client_eni, "egress", client, node, request, start, "ACCEPT"));
+            lines.push(record(&client_eni, "ingress", node, client, answer, start, "ACCEPT"));
+        }
+        *truth.pairs.entry((node.to_string(), client.to_string())).or_default() += request + answer;
+        truth.window = (truth.window.0.min(start), truth.window.1.max(start + 60));
+    };
+    for minute in 0..360u64 {
+        let start = T0 + minute * 60;
+        for (z, replica) in REPLICAS.iter().enumerate() {
+            for host in 100..104 {
+                let client = format!("10.0.{}.{host}", z + 1);
+                let (request, answer) = (200 + rng.next(300), 5_000 + rng.next(20_000));
+                flow(&mut lines, &mut truth, &client, replica, request, answer, start);
+                if minute % 5 == 0 {
+                    // Writes to the primary (in zone a): cross-zone from c and d.
+                    flow(&mut lines, &mut truth, &client, PRIMARY, 2_000 + rng.next(1_000), 100, start);
+                }
+            }
+        }
+        // Misrouted: a client in c reading a's replica (the most), one in d reading c's.
+        flow(&mut lines, &mut truth, MISROUTED, REPLICAS[0], 300, 40_000 + rng.next(10_000), start);
+        if minute % 2 == 0 {
+            flow(&mut lines, &mut truth, MISROUTED_LESS, REPLICAS[1], 300, 9_000 + rng.next(1_000), start);
+        }
+        // A client outside every subnet (a peered VPC): only the node's interface sees it.
+        if minute % 10 == 0 {
+            flow(&mut lines, &mut truth, OUTSIDE, REPLICAS[0], 250, 3_000, start);
+        }
+        // Replication (between nodes) and other services: not a client's reads.
+        for replica in REPLICAS {
+            lines.push(record(&eni(PRIMARY), "egress", PRIMARY, replica, 700, start, "ACCEPT"));
+        }
+        lines.push(record(&eni("10.0.1.100"), "egress", "10.0.1.100", "10.0.9.9", 1_234, start, "ACCEPT"));
+        // Rejected: nothing delivered.
+        if minute % 30 == 0 {
+            lines.push(record(&eni(REPLICAS[0]), "ingress", "10.0.2.101", REPLICAS[0], 60, start, "REJECT"));
+            lines.push(no_data(&eni(REPLICAS[2]), start));
+        }
+    }
+    // Other-service and replication records widen the window as flows do.
+    truth.records = lines.len() as u64;
+    (lines, truth)
+}
+
+fn map_json() -> String {
+    let node = |endpoint: &str, role: &str, zone: &str| {
+        format!(r#"{{"endpoint":"{endpoint}:6379","role":"{role}","zone":"{zone}"}}"#)
+    };
+    let mut nodes = vec![node(PRIMARY, "primary", ZONES[0])];
+    for (replica, zone) in REPLICAS.iter().zip(ZONES) {
+        nodes.push(node(replica, "replica", zone));
+    }
+    let zones: Vec<String> = REPLICAS
+        .iter()
+        .zip(ZONES)
+        .map(|(r, z)| format!(r#""{z}":"{r}:6379""#))
+        .collect();
+    format!(
+        r#"{{"version":1,"fallback":"reader.example:6379","zones":{{{}}},"nodes":[{}]}}"#,
+        zones.join(","),
+        nodes.join(",")
+    )
+}
+
+fn subnets_json() -> String {
+    let subnets: Vec<String> = ZONES
+        .iter()
+        .enumerate()
+        .map(|(n, zone)| {
+            format!(
+                r#"{{"SubnetId":"subnet-{n}","CidrBlock":"10.0.{}.0/24","AvailabilityZone":"{zone}","AvailabilityZoneId":"apne1-az{}","Ipv6CidrBlockAssociationSet":[]}}"#,
+                n + 1,
+                n + 1
+            )
+        })
+        .collect();
+    format!(r#"{{"Subnets":[{}]}}"#, subnets.join(","))
+}
+
+fn gzip(text: &str) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(text.as_bytes()).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// Splits the records into `parts` files' texts, each with `header` first when given.
+fn split(lines: &[String], parts: usize, header: Option<&str>) -> Vec<String> {
+    let per = lines.len().div_ceil(parts);
+    lines
+        .chunks(per)
+        .map(|chunk| {
+            let mut text = header.map(|h| format!("{h}\n")).unwrap_or_default();
+            for line in chunk {
+                text.push_str(line);
+                text.push('\n');
+            }
+            text
+        })
+        .collect()
+}
+
+/// The default-format records in a folder: three gzip files with a header (nested folders, as
+/// S3 delivers them), one plain file without a header, and a file that is not a flow log.
+fn default_format_folder(root: &Path, lines: &[Line]) {
+    let texts: Vec<String> = lines.iter().map(|l| l.default.clone()).collect();
+    let parts = split(&texts, 4, None);
+    for (n, part) in parts.iter().enumerate() {
+        if n == 3 {
+            std::fs::write(root.join("headerless.log"), part).unwrap();
+        } else {
+            let dir = root.join(format!("2026/12/0{}", n + 1));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join(format!("{ACCOUNT}_vpcflowlogs_ap-northeast-1_fl-1_part{n}.log.gz")),
+                gzip(&format!("{DEFAULT_HEADER}\n{part}")),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(root.join("README.txt"), "not a flow log\n").unwrap();
+}
+
+fn locality() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_locality"))
+}
+
+fn audit(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(locality());
+    cmd.arg("audit").args(args);
+    cmd.env_remove("AWS_PROFILE").env("AWS_EC2_METADATA_DISABLED", "true");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Every figure of the audit's JSON against the truth.
+fn assert_figures(json: &serde_json::Value, truth: &Truth, what: &str) {
+    let (inside, across, primary, unknown) = truth.totals();
+    let share = inside as f64 / (inside + across) as f64;
+    assert_eq!(json["in_zone_share"].as_f64(), Some(share), "{what}: share");
+    assert_eq!(json["in_zone_bytes"], inside, "{what}");
+    assert_eq!(json["cross_zone_bytes"], across, "{what}");
+    assert_eq!(json["primary_cross_zone_bytes"], primary, "{what}");
+    assert_eq!(json["unknown_zone_bytes"], unknown, "{what}");
+    assert_eq!(json["window"]["start"], truth.window.0, "{what}");
+    assert_eq!(json["window"]["end"], truth.window.1, "{what}");
+    let monthly = across as f64 * 2.0 * 0.01 / 1e9 * 2_592_000.0 / (truth.window.1 - truth.window.0) as f64;
+    let reported = json["estimated_monthly_cost_usd"].as_f64().unwrap();
+    assert!((reported - monthly).abs() <= 0.005, "{what}: {reported} vs {monthly}");
+    for node in json["nodes"].as_array().unwrap() {
+        let endpoint = node["endpoint"].as_str().unwrap();
+        let address = endpoint.trim_end_matches(":6379");
+        let (all, cross) = truth.node_bytes(address);
+        assert_eq!(node["bytes"], all, "{what}: {endpoint}");
+        assert_eq!(node["cross_zone_bytes"], cross, "{what}: {endpoint}");
+        assert_eq!(node["role"], Truth::role(address), "{what}: {endpoint}");
+    }
+    let clients: Vec<(String, u64)> = json["cross_zone_clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["address"].as_str().unwrap().to_string(), c["bytes"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(clients, truth.cross_zone_clients(), "{what}");
+    assert_eq!(clients[0].0, MISROUTED, "{what}: the misrouted client at the top");
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    lines: Vec<Line>,
+    truth: Truth,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let (lines, truth) = generate();
+        std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+        std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+        std::fs::create_dir_all(dir.path().join("default")).unwrap();
+        default_format_folder(&dir.path().join("default"), &lines);
+        Fixture { dir, lines, truth }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+#[test]
+fn a_folder_of_default_format_logs_gives_the_generators_figures_to_the_byte() {
+    let f = Fixture::new();
+    let out = audit(
+        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default"), "--format", "json"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_figures(&json, &f.truth, "default format, VPC-wide");
+    assert_eq!(json["records"], f.truth.records);
+    assert_eq!(json["skipped"], 0);
+    assert_eq!(json["no_data"], 12);
+    assert_eq!(json["rejected"], 12);
+    let (inside, across, ..) = f.truth.totals();
+    eprintln!(
+        "default format: {} records, share {:.4} ({inside} in, {across} across), {:?}",
+        f.truth.records, json["in_zone_share"], json["cross_zone_clients"][0]
+    );
+
+    // The table: what a person reads, the misrouted client first.
+    let out = audit(
+        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default")],
+        &[],
+    );
+    let table = text(&out.stdout);
+    assert!(out.status.success());
+    let after = table.split("Clients reading across zones, worst first:").nth(1).unwrap();
+    let first = after.lines().nth(2).unwrap();
+    assert!(first.trim_start().starts_with(MISROUTED), "{table}");
+    assert!(table.contains("In-zone share"), "{table}");
+    eprintln!("{table}");
+
+    // --min-share in both directions.
+    let share = json["in_zone_share"].as_f64().unwrap();
+    let below = format!("{:.3}", share - 0.01);
+    let above = format!("{:.3}", share + 0.01);
+    let base = ["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default")];
+    let out = audit(&[&base[..], &["--min-share", &below]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = audit(&[&base[..], &["--min-share", &above]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stderr).contains("below --min-share"), "{}", text(&out.stderr));
+    assert!(!out.stdout.is_empty(), "the report is printed before failing");
+    let out = audit(&[&base[..], &["--min-share", "95"]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("from 0 to 1"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_prometheus_textfile_passes_promtool() {
+    let f = Fixture::new();
+    let out = audit(
+        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default"), "--format", "prometheus"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let textfile = f.dir.path().join("locality_audit.prom");
+    std::fs::write(&textfile, &out.stdout).unwrap();
+    let check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&textfile).unwrap())
+        .output()
+        .expect("promtool (Debian's prometheus package; scripts/test installs it)");
+    assert!(
+        check.status.success() && check.stdout.is_empty() && check.stderr.is_empty(),
+        "promtool: {}{}",
+        text(&check.stdout),
+        text(&check.stderr)
+    );
+    let metrics = text(&out.stdout);
+    let (inside, across, ..) = f.truth.totals();
+    let share = inside as f64 / (inside + across) as f64;
+    assert!(metrics.contains(&format!("locality_audit_in_zone_share_ratio {share}\n")), "{metrics}");
+    assert!(metrics.contains(&format!("locality_audit_cross_zone_bytes{{role=\"replica\"}} {across}\n")), "{metrics}");
+}
+
+#[test]
+fn bad_lines_are_skipped_and_named_and_a_truncated_gzip_fails_naming_it() {
+    let f = Fixture::new();
+    let bad = f.dir.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    default_format_folder(&bad, &f.lines);
+    // A file with a header, a NODATA record, a line cut short and one with a bad address.
+    std::fs::write(
+        bad.join("broken.log"),
+        format!(
+            "{DEFAULT_HEADER}\n2 {ACCOUNT} eni-x - - - - - - - {T0} {} - NODATA\n2 {ACCOUNT} eni-x 10.0.1.5 10.0.1.11 1\n2 {ACCOUNT} eni-x 10.0.1.5 10.0.1.300 1 2 6 1 50 {T0} {} ACCEPT OK\n",
+            T0 + 60,
+            T0 + 60
+        ),
+    )
+    .unwrap();
+    let out = audit(
+        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &bad.display().to_string(), "--format", "json"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_figures(&json, &f.truth, "with bad lines");
+    assert_eq!(json["skipped"], 2);
+    assert_eq!(json["no_data"], 13);
+    let first = json["first_skipped"].as_str().unwrap();
+    assert!(first.contains("broken.log, line 3") && first.contains("6 fields"), "{first}");
+    assert!(text(&out.stderr).contains("broken.log, line 3"), "{}", text(&out.stderr));
+
+    // A gzip file cut in the middle: an error naming it, and nothing printed as if whole.
+    let truncated = f.dir.path().join("truncated");
+    std::fs::create_dir_all(&truncated).unwrap();
+    let whole = gzip(&format!(
+        "{DEFAULT_HEADER}\n{}\n",
+        f.lines.iter().map(|l| l.default.as_str()).collect::<Vec<_>>().join("\n")
+    ));
+    std::fs::write(truncated.join("cut.log.gz"), &whole[..whole.len() / 2]).unwrap();
+    let out = audit(
+        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &truncated.display().to_string()],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains("cut.log.gz") && err.contains("nothing of it is counted"), "{err}");
+    eprintln!("truncated: {err}");
+
+    // A location that does not exist, and one the audit does not read.
+    let out = audit(&["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("nowhere")], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("nowhere"), "{}", text(&out.stderr));
+    let out = audit(&["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", "gs://bucket/x"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("s3://BUCKET/PREFIX"), "{}", text(&out.stderr));
+}
+
+/// The custom VPC-wide format with flow-direction, as S3 delivery lays it out, in moto's S3;
+/// the subnets from moto's EC2 (DescribeSubnets); the endpoint from AWS_ENDPOINT_URL (an IP
+/// address: path-style requests).
+#[test]
+fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
+    let f = Fixture::new();
+    let moto = Moto::start();
+    let prefix = format!("AWSLogs/{ACCOUNT}/vpcflowlogs/ap-northeast-1/2026/12/01/");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let config = moto.config().await;
+        let ec2 = aws_sdk_ec2::Client::new(&config);
+        let vpc = ec2.create_vpc().cidr_block("10.0.0.0/16").send().await.unwrap();
+        let vpc_id = vpc.vpc().unwrap().vpc_id().unwrap().to_string();
+        for (n, zone) in ZONES.iter().enumerate() {
+            ec2.create_subnet()
+                .vpc_id(&vpc_id)
+                .cidr_block(format!("10.0.{}.0/24", n + 1))
+                .availability_zone(*zone)
+                .send()
+                .await
+                .unwrap();
+        }
+        let s3 = aws_sdk_s3::Client::from_conf(
+            aws_sdk_s3::config::Builder::from(&config).force_path_style(true).build(),
+        );
+        s3.create_bucket()
+            .bucket("flow-logs")
+            .create_bucket_configuration(
+                aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                    .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::ApNortheast1)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let texts: Vec<String> = f.lines.iter().map(|l| l.custom.clone()).collect();
+        for (n, part) in split(&texts, 3, Some(CUSTOM_HEADER)).iter().enumerate() {
+            s3.put_object()
+                .bucket("flow-logs")
+                .key(format!("{prefix}{ACCOUNT}_vpcflowlogs_ap-northeast-1_fl-2_20261201T00{n}0Z_abc.log.gz"))
+                .body(gzip(part).into())
+                .send()
+                .await
+                .unwrap();
+        }
+        // Not a flow log: not read.
+        s3.put_object()
+            .bucket("flow-logs")
+            .key(format!("AWSLogs/{ACCOUNT}/vpcflowlogs/ap-northeast-1/aws-logs-write-test"))
+            .body(b"Permission Check Successful".to_vec().into())
+            .send()
+            .await
+            .unwrap();
+    });
+    let mut env: Vec<(&str, &str)> = ENV.to_vec();
+    env.push(("AWS_ENDPOINT_URL", &moto.endpoint));
+    let location = format!("s3://flow-logs/AWSLogs/{ACCOUNT}/vpcflowlogs/");
+    let out = audit(
+        &["--map", &f.path("map.json"), "--flow-logs", &location, "--format", "json", "--threads", "3"],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_figures(&json, &f.truth, "custom format with flow-direction, S3, EC2 subnets");
+    assert_eq!(json["records"], f.truth.records);
+
+    // Both locations at once (the same records twice): every byte twice, the share the same.
+    let out = audit(
+        &["--map", &f.path("map.json"), "--flow-logs", &location, "--flow-logs", &f.path("default"), "--format", "json"],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let twice: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(twice["cross_zone_bytes"].as_u64(), json["cross_zone_bytes"].as_u64().map(|b| b * 2));
+    assert_eq!(twice["records"].as_u64(), Some(f.truth.records * 2));
+
+    // A bucket that does not exist: the AWS error, named.
+    let out = audit(&["--map", &f.path("map.json"), "--flow-logs", "s3://no-such-bucket/x/"], &env);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no-such-bucket"), "{}", text(&out.stderr));
+}
+
+/// `--print-sql athena` run in DuckDB over the same records (loaded as AWS's Athena integration
+/// names the columns) gives the audit's figures.
+#[test]
+fn the_athena_query_in_duckdb_gives_the_audits_figures() {
+    let f = Fixture::new();
+    let sql = audit(&["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--print-sql", "athena"], &[]);
+    assert!(sql.status.success(), "{}", text(&sql.stderr));
+    let sql = text(&sql.stdout);
+    let records = f.dir.path().join("records.log");
+    let mut all = format!("{DEFAULT_HEADER}\n");
+    for line in &f.lines {
+        all.push_str(&line.default);
+        all.push('\n');
+    }
+    std::fs::write(&records, all).unwrap();
+    std::fs::write(f.dir.path().join("query.sql"), &sql).unwrap();
+    let python = common::venv_python("LOCALITY_DUCKDB_PYTHON", "audit-venv", "duckdb");
+    let script = r#"
+import duckdb, json, sys
+records, query = sys.argv[1], open(sys.argv[2]).read()
+db = duckdb.connect()
+db.execute("""CREATE TABLE vpc_flow_logs AS SELECT * FROM read_csv(?, delim=' ', header=true, nullstr='-',
+  columns={'version':'INTEGER','account_id':'VARCHAR','interface_id':'VARCHAR','srcaddr':'VARCHAR',
+  'dstaddr':'VARCHAR','srcport':'INTEGER','dstport':'INTEGER','protocol':'INTEGER','packets':'BIGINT',
+  'bytes':'BIGINT','start':'BIGINT','end':'BIGINT','action':'VARCHAR','log_status':'VARCHAR'})""", [records])
+cursor = db.execute(query)
+names = [d[0] for d in cursor.description]
+print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
+"#;
+    let out = Command::new(python)
+        .args(["-c", script])
+        .arg(&records)
+        .arg(f.dir.path().join("query.sql"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "duckdb: {}\n{sql}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let audit_out = audit(
+        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default"), "--format", "json"],
+        &[],
+    );
+    let json: serde_json::Value = serde_json::from_slice(&audit_out.stdout).unwrap();
+    let kind = |k: &'static str| rows.iter().filter(move |r| r["kind"] == k);
+    let summary = kind("summary").next().unwrap();
+    let share = summary["in_zone_share"].as_f64().unwrap();
+    assert!((share - json["in_zone_share"].as_f64().unwrap()).abs() < 1e-12, "{summary} vs {json}");
+    assert_eq!(summary["cross_zone_bytes"], json["cross_zone_bytes"]);
+    assert_eq!(summary["window_start"], json["window"]["start"]);
+    assert_eq!(summary["window_end"], json["window"]["end"]);
+    let monthly = summary["estimated_monthly_cost_usd"].as_f64().unwrap();
+    assert!((monthly - json["estimated_monthly_cost_usd"].as_f64().unwrap()).abs() <= 0.005);
+    assert_eq!(kind("primary").next().unwrap()["cross_zone_bytes"], json["primary_cross_zone_bytes"]);
+    assert_eq!(kind("unknown").next().unwrap()["bytes"], json["unknown_zone_bytes"]);
+    for node in json["nodes"].as_array().unwrap() {
+        let row = kind("node").find(|r| r["name"] == node["endpoint"]).unwrap();
+        assert_eq!(row["bytes"], node["bytes"], "{row}");
+        assert_eq!(row["cross_zone_bytes"], node["cross_zone_bytes"], "{row}");
+    }
+    let clients: Vec<(&str, u64)> = kind("client")
+        .map(|r| (r["name"].as_str().unwrap(), r["cross_zone_bytes"].as_u64().unwrap()))
+        .collect();
+    let expected: Vec<(&str, u64)> = json["cross_zone_clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["address"].as_str().unwrap(), c["bytes"].as_u64().unwrap()))
+        .collect();
+    let mut sorted = clients.clone();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1));
+    assert_eq!(sorted, expected);
+    eprintln!("duckdb: share {share}, {} node rows, top client {:?}", kind("node").count(), sorted[0]);
+}
