@@ -75,15 +75,16 @@ pub fn render_all(examples: &Path) -> std::io::Result<Vec<Page>> {
     for data_source in provider.data_sources() {
         let name = data_source.type_name();
         let short = name.trim_start_matches("locality_");
+        let content = render_page(
+            &format!("{name} Data Source - locality"),
+            &format!("{name} (Data Source)"),
+            &data_source.schema(),
+            ("terraform", &read(&format!("data-sources/{name}/data-source.tf"))?),
+            &Import::default(),
+        );
         pages.push(Page {
             path: format!("data-sources/{short}.md").into(),
-            content: render_page(
-                &format!("{name} Data Source - locality"),
-                &format!("{name} (Data Source)"),
-                &data_source.schema(),
-                ("terraform", &read(&format!("data-sources/{name}/data-source.tf"))?),
-                &Import::default(),
-            ),
+            content: with_guide(content, read(&format!("data-sources/{name}/guide.md")).ok()),
         });
     }
     for list in provider.list_resources() {

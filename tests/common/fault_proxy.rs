@@ -32,6 +32,8 @@ pub struct Inner {
     pub write_faults: VecDeque<Fault>,
     /// The AWS action of every request (`X-Amz-Target`'s operation).
     pub actions: Vec<String>,
+    /// Each request's SigV4 credential scope, `region/service` (from `Authorization`).
+    pub scopes: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -86,6 +88,13 @@ async fn forward(
     let fault = {
         let mut s = shared.state.lock().unwrap();
         s.actions.push(action);
+        let scope = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|a| a.split("Credential=").nth(1))
+            .map(|c| c.split('/').skip(2).take(2).collect::<Vec<_>>().join("/"))
+            .unwrap_or_default();
+        s.scopes.push(scope);
         match write.then(|| s.write_faults.pop_front()).flatten() {
             Some(f) => Some(f),
             None => s.faults.pop_front(),
