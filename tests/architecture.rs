@@ -3,6 +3,7 @@
 //! - leaves: `naming`; `regions` (the region catalogue, may use `naming`); `http`; `files`;
 //! - `ranges` (IP ranges) and `generator` use only the leaves;
 //! - `tfplugin` (the protocol layer) uses nothing else;
+//! - `audit` (`locality audit`) uses only the leaves: no protocol layer, no provider;
 //! - `provider` uses all of the above but the generator; its API clients (`cloudflare`,
 //!   `google`, `aws`) and `secret.rs` do not know Terraform (no `tfplugin`, no resources).
 
@@ -92,6 +93,7 @@ fn no_layer_imports_from_one_above_it() {
     check("ranges", &["naming", "regions", "http", "files"], &mut problems);
     check("tfplugin", &[], &mut problems);
     check("generator", &["naming", "regions", "files"], &mut problems);
+    check("audit", &["naming", "regions", "http", "files"], &mut problems);
     check(
         "provider",
         &["naming", "regions", "http", "files", "ranges", "tfplugin"],

@@ -22,7 +22,8 @@ const ACCOUNT: &str = "123456789012";
 const DEFAULT_HEADER: &str =
     "version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status";
 /// A custom format, another order, with flow-direction (what a VPC-wide log might use).
-const CUSTOM_HEADER: &str = "interface-id flow-direction bytes srcaddr dstaddr start end action log-status pkt-srcaddr version";
+const CUSTOM_HEADER: &str =
+    "interface-id flow-direction bytes srcaddr dstaddr start end action log-status pkt-srcaddr version";
 
 const ZONES: [&str; 3] = ["ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"];
 const PRIMARY: &str = "10.0.1.10";
@@ -58,7 +59,10 @@ fn record(at: &str, direction: &str, src: &str, dst: &str, bytes: u64, start: u6
             bytes / 100 + 1,
             start + 60
         ),
-        custom: format!("{at} {direction} {bytes} {src} {dst} {start} {} {action} OK {src} 5", start + 60),
+        custom: format!(
+            "{at} {direction} {bytes} {src} {dst} {start} {} {action} OK {src} 5",
+            start + 60
+        ),
     }
 }
 
@@ -127,7 +131,7 @@ impl Truth {
             }
         }
         let mut list: Vec<(String, u64)> = clients.into_iter().collect();
-        list.sort_by(|a, b| b.1.cmp(&a.1));
+        list.sort_by_key(|c| std::cmp::Reverse(c.1));
         list
     }
 }
@@ -137,7 +141,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self, below: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         (self.0 >> 33) % below
     }
 }
@@ -150,20 +157,21 @@ fn generate() -> (Vec<Line>, Truth) {
         window: (u64::MAX, 0),
         ..Truth::default()
     };
-    let flow = |lines: &mut Vec<Line>, truth: &mut Truth, client: &str, node: &str, request: u64, answer: u64, start: u64| {
-        let node_eni = eni(node);
-        // At the node: the request arrives (ingress), the answer leaves (egress).
-        lines.push(record(&node_eni, "ingress", client, node, request, start, "ACCEPT"));
-        lines.push(record(&node_eni, "egress", node, client, answer, start, "ACCEPT"));
-        // At the client, when its interface is in the VPC.
-        if zone_of(client).is_some() {
-            let client_eni = eni(client);
-            lines.push(record(&client_eni, "egress", client, node, request, start, "ACCEPT"));
-            lines.push(record(&client_eni, "ingress", node, client, answer, start, "ACCEPT"));
-        }
-        *truth.pairs.entry((node.to_string(), client.to_string())).or_default() += request + answer;
-        truth.window = (truth.window.0.min(start), truth.window.1.max(start + 60));
-    };
+    let flow =
+        |lines: &mut Vec<Line>, truth: &mut Truth, client: &str, node: &str, request: u64, answer: u64, start: u64| {
+            let node_eni = eni(node);
+            // At the node: the request arrives (ingress), the answer leaves (egress).
+            lines.push(record(&node_eni, "ingress", client, node, request, start, "ACCEPT"));
+            lines.push(record(&node_eni, "egress", node, client, answer, start, "ACCEPT"));
+            // At the client, when its interface is in the VPC.
+            if zone_of(client).is_some() {
+                let client_eni = eni(client);
+                lines.push(record(&client_eni, "egress", client, node, request, start, "ACCEPT"));
+                lines.push(record(&client_eni, "ingress", node, client, answer, start, "ACCEPT"));
+            }
+            *truth.pairs.entry((node.to_string(), client.to_string())).or_default() += request + answer;
+            truth.window = (truth.window.0.min(start), truth.window.1.max(start + 60));
+        };
     for minute in 0..360u64 {
         let start = T0 + minute * 60;
         for (z, replica) in REPLICAS.iter().enumerate() {
@@ -173,14 +181,38 @@ fn generate() -> (Vec<Line>, Truth) {
                 flow(&mut lines, &mut truth, &client, replica, request, answer, start);
                 if minute % 5 == 0 {
                     // Writes to the primary (in zone a): cross-zone from c and d.
-                    flow(&mut lines, &mut truth, &client, PRIMARY, 2_000 + rng.next(1_000), 100, start);
+                    flow(
+                        &mut lines,
+                        &mut truth,
+                        &client,
+                        PRIMARY,
+                        2_000 + rng.next(1_000),
+                        100,
+                        start,
+                    );
                 }
             }
         }
         // Misrouted: a client in c reading a's replica (the most), one in d reading c's.
-        flow(&mut lines, &mut truth, MISROUTED, REPLICAS[0], 300, 40_000 + rng.next(10_000), start);
+        flow(
+            &mut lines,
+            &mut truth,
+            MISROUTED,
+            REPLICAS[0],
+            300,
+            40_000 + rng.next(10_000),
+            start,
+        );
         if minute % 2 == 0 {
-            flow(&mut lines, &mut truth, MISROUTED_LESS, REPLICAS[1], 300, 9_000 + rng.next(1_000), start);
+            flow(
+                &mut lines,
+                &mut truth,
+                MISROUTED_LESS,
+                REPLICAS[1],
+                300,
+                9_000 + rng.next(1_000),
+                start,
+            );
         }
         // A client outside every subnet (a peered VPC): only the node's interface sees it.
         if minute % 10 == 0 {
@@ -190,10 +222,26 @@ fn generate() -> (Vec<Line>, Truth) {
         for replica in REPLICAS {
             lines.push(record(&eni(PRIMARY), "egress", PRIMARY, replica, 700, start, "ACCEPT"));
         }
-        lines.push(record(&eni("10.0.1.100"), "egress", "10.0.1.100", "10.0.9.9", 1_234, start, "ACCEPT"));
+        lines.push(record(
+            &eni("10.0.1.100"),
+            "egress",
+            "10.0.1.100",
+            "10.0.9.9",
+            1_234,
+            start,
+            "ACCEPT",
+        ));
         // Rejected: nothing delivered.
         if minute % 30 == 0 {
-            lines.push(record(&eni(REPLICAS[0]), "ingress", "10.0.2.101", REPLICAS[0], 60, start, "REJECT"));
+            lines.push(record(
+                &eni(REPLICAS[0]),
+                "ingress",
+                "10.0.2.101",
+                REPLICAS[0],
+                60,
+                start,
+                "REJECT",
+            ));
             lines.push(no_data(&eni(REPLICAS[2]), start));
         }
     }
@@ -356,7 +404,16 @@ impl Fixture {
 fn a_folder_of_default_format_logs_gives_the_generators_figures_to_the_byte() {
     let f = Fixture::new();
     let out = audit(
-        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default"), "--format", "json"],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &f.path("default"),
+            "--format",
+            "json",
+        ],
         &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -374,12 +431,22 @@ fn a_folder_of_default_format_logs_gives_the_generators_figures_to_the_byte() {
 
     // The table: what a person reads, the misrouted client first.
     let out = audit(
-        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default")],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &f.path("default"),
+        ],
         &[],
     );
     let table = text(&out.stdout);
     assert!(out.status.success());
-    let after = table.split("Clients reading across zones, worst first:").nth(1).unwrap();
+    let after = table
+        .split("Clients reading across zones, worst first:")
+        .nth(1)
+        .unwrap();
     let first = after.lines().nth(2).unwrap();
     assert!(first.trim_start().starts_with(MISROUTED), "{table}");
     assert!(table.contains("In-zone share"), "{table}");
@@ -389,7 +456,14 @@ fn a_folder_of_default_format_logs_gives_the_generators_figures_to_the_byte() {
     let share = json["in_zone_share"].as_f64().unwrap();
     let below = format!("{:.3}", share - 0.01);
     let above = format!("{:.3}", share + 0.01);
-    let base = ["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default")];
+    let base = [
+        "--map",
+        &f.path("map.json"),
+        "--subnets",
+        &f.path("subnets.json"),
+        "--flow-logs",
+        &f.path("default"),
+    ];
     let out = audit(&[&base[..], &["--min-share", &below]].concat(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = audit(&[&base[..], &["--min-share", &above]].concat(), &[]);
@@ -405,7 +479,16 @@ fn a_folder_of_default_format_logs_gives_the_generators_figures_to_the_byte() {
 fn the_prometheus_textfile_passes_promtool() {
     let f = Fixture::new();
     let out = audit(
-        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default"), "--format", "prometheus"],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &f.path("default"),
+            "--format",
+            "prometheus",
+        ],
         &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -425,8 +508,16 @@ fn the_prometheus_textfile_passes_promtool() {
     let metrics = text(&out.stdout);
     let (inside, across, ..) = f.truth.totals();
     let share = inside as f64 / (inside + across) as f64;
-    assert!(metrics.contains(&format!("locality_audit_in_zone_share_ratio {share}\n")), "{metrics}");
-    assert!(metrics.contains(&format!("locality_audit_cross_zone_bytes{{role=\"replica\"}} {across}\n")), "{metrics}");
+    assert!(
+        metrics.contains(&format!("locality_audit_in_zone_share_ratio {share}\n")),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(
+            "locality_audit_cross_zone_bytes{{role=\"replica\"}} {across}\n"
+        )),
+        "{metrics}"
+    );
 }
 
 #[test]
@@ -446,7 +537,16 @@ fn bad_lines_are_skipped_and_named_and_a_truncated_gzip_fails_naming_it() {
     )
     .unwrap();
     let out = audit(
-        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &bad.display().to_string(), "--format", "json"],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &bad.display().to_string(),
+            "--format",
+            "json",
+        ],
         &[],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -455,34 +555,79 @@ fn bad_lines_are_skipped_and_named_and_a_truncated_gzip_fails_naming_it() {
     assert_eq!(json["skipped"], 2);
     assert_eq!(json["no_data"], 13);
     let first = json["first_skipped"].as_str().unwrap();
-    assert!(first.contains("broken.log, line 3") && first.contains("6 fields"), "{first}");
-    assert!(text(&out.stderr).contains("broken.log, line 3"), "{}", text(&out.stderr));
+    assert!(
+        first.contains("broken.log, line 3") && first.contains("6 fields"),
+        "{first}"
+    );
+    assert!(
+        text(&out.stderr).contains("broken.log, line 3"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // A gzip file cut in the middle: an error naming it, and nothing printed as if whole.
     let truncated = f.dir.path().join("truncated");
     std::fs::create_dir_all(&truncated).unwrap();
     let whole = gzip(&format!(
         "{DEFAULT_HEADER}\n{}\n",
-        f.lines.iter().map(|l| l.default.as_str()).collect::<Vec<_>>().join("\n")
+        f.lines
+            .iter()
+            .map(|l| l.default.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     ));
     std::fs::write(truncated.join("cut.log.gz"), &whole[..whole.len() / 2]).unwrap();
     let out = audit(
-        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &truncated.display().to_string()],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &truncated.display().to_string(),
+        ],
         &[],
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     let err = text(&out.stderr);
-    assert!(err.contains("cut.log.gz") && err.contains("nothing of it is counted"), "{err}");
+    assert!(
+        err.contains("cut.log.gz") && err.contains("nothing of it is counted"),
+        "{err}"
+    );
     eprintln!("truncated: {err}");
 
     // A location that does not exist, and one the audit does not read.
-    let out = audit(&["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("nowhere")], &[]);
+    let out = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &f.path("nowhere"),
+        ],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("nowhere"), "{}", text(&out.stderr));
-    let out = audit(&["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", "gs://bucket/x"], &[]);
+    let out = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            "gs://bucket/x",
+        ],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("s3://BUCKET/PREFIX"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("s3://BUCKET/PREFIX"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// The custom VPC-wide format with flow-direction, as S3 delivery lays it out, in moto's S3;
@@ -509,7 +654,9 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
                 .unwrap();
         }
         let s3 = aws_sdk_s3::Client::from_conf(
-            aws_sdk_s3::config::Builder::from(&config).force_path_style(true).build(),
+            aws_sdk_s3::config::Builder::from(&config)
+                .force_path_style(true)
+                .build(),
         );
         s3.create_bucket()
             .bucket("flow-logs")
@@ -525,7 +672,9 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
         for (n, part) in split(&texts, 3, Some(CUSTOM_HEADER)).iter().enumerate() {
             s3.put_object()
                 .bucket("flow-logs")
-                .key(format!("{prefix}{ACCOUNT}_vpcflowlogs_ap-northeast-1_fl-2_20261201T00{n}0Z_abc.log.gz"))
+                .key(format!(
+                    "{prefix}{ACCOUNT}_vpcflowlogs_ap-northeast-1_fl-2_20261201T00{n}0Z_abc.log.gz"
+                ))
                 .body(gzip(part).into())
                 .send()
                 .await
@@ -534,7 +683,9 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
         // Not a flow log: not read.
         s3.put_object()
             .bucket("flow-logs")
-            .key(format!("AWSLogs/{ACCOUNT}/vpcflowlogs/ap-northeast-1/aws-logs-write-test"))
+            .key(format!(
+                "AWSLogs/{ACCOUNT}/vpcflowlogs/ap-northeast-1/aws-logs-write-test"
+            ))
             .body(b"Permission Check Successful".to_vec().into())
             .send()
             .await
@@ -544,7 +695,16 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
     env.push(("AWS_ENDPOINT_URL", &moto.endpoint));
     let location = format!("s3://flow-logs/AWSLogs/{ACCOUNT}/vpcflowlogs/");
     let out = audit(
-        &["--map", &f.path("map.json"), "--flow-logs", &location, "--format", "json", "--threads", "3"],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--flow-logs",
+            &location,
+            "--format",
+            "json",
+            "--threads",
+            "3",
+        ],
         &env,
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -554,16 +714,31 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
 
     // Both locations at once (the same records twice): every byte twice, the share the same.
     let out = audit(
-        &["--map", &f.path("map.json"), "--flow-logs", &location, "--flow-logs", &f.path("default"), "--format", "json"],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--flow-logs",
+            &location,
+            "--flow-logs",
+            &f.path("default"),
+            "--format",
+            "json",
+        ],
         &env,
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let twice: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(twice["cross_zone_bytes"].as_u64(), json["cross_zone_bytes"].as_u64().map(|b| b * 2));
+    assert_eq!(
+        twice["cross_zone_bytes"].as_u64(),
+        json["cross_zone_bytes"].as_u64().map(|b| b * 2)
+    );
     assert_eq!(twice["records"].as_u64(), Some(f.truth.records * 2));
 
     // A bucket that does not exist: the AWS error, named.
-    let out = audit(&["--map", &f.path("map.json"), "--flow-logs", "s3://no-such-bucket/x/"], &env);
+    let out = audit(
+        &["--map", &f.path("map.json"), "--flow-logs", "s3://no-such-bucket/x/"],
+        &env,
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no-such-bucket"), "{}", text(&out.stderr));
 }
@@ -573,9 +748,27 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
 #[test]
 fn the_athena_query_in_duckdb_gives_the_audits_figures() {
     let f = Fixture::new();
-    let sql = audit(&["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--print-sql", "athena"], &[]);
-    assert!(sql.status.success(), "{}", text(&sql.stderr));
-    let sql = text(&sql.stdout);
+    // The guide's command, as written, in a folder holding replica-map.json and subnets.json.
+    std::fs::copy(f.dir.path().join("map.json"), f.dir.path().join("replica-map.json")).unwrap();
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"))
+            .unwrap();
+    let after = &guide[guide.find("#### Beyond one machine: Athena").unwrap()..];
+    let start = after.find("```sh\n").unwrap() + 6;
+    let command = &after[start..start + after[start..].find("```").unwrap()];
+    let path = format!(
+        "{}:{}",
+        locality().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .args(["-e", "-c", command])
+        .current_dir(f.dir.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{command}: {}", text(&out.stderr));
+    let sql = std::fs::read_to_string(f.dir.path().join("audit.sql")).unwrap();
     let records = f.dir.path().join("records.log");
     let mut all = format!("{DEFAULT_HEADER}\n");
     for line in &f.lines {
@@ -606,20 +799,35 @@ print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
     assert!(out.status.success(), "duckdb: {}\n{sql}", text(&out.stderr));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let audit_out = audit(
-        &["--map", &f.path("map.json"), "--subnets", &f.path("subnets.json"), "--flow-logs", &f.path("default"), "--format", "json"],
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &f.path("default"),
+            "--format",
+            "json",
+        ],
         &[],
     );
     let json: serde_json::Value = serde_json::from_slice(&audit_out.stdout).unwrap();
     let kind = |k: &'static str| rows.iter().filter(move |r| r["kind"] == k);
     let summary = kind("summary").next().unwrap();
     let share = summary["in_zone_share"].as_f64().unwrap();
-    assert!((share - json["in_zone_share"].as_f64().unwrap()).abs() < 1e-12, "{summary} vs {json}");
+    assert!(
+        (share - json["in_zone_share"].as_f64().unwrap()).abs() < 1e-12,
+        "{summary} vs {json}"
+    );
     assert_eq!(summary["cross_zone_bytes"], json["cross_zone_bytes"]);
     assert_eq!(summary["window_start"], json["window"]["start"]);
     assert_eq!(summary["window_end"], json["window"]["end"]);
     let monthly = summary["estimated_monthly_cost_usd"].as_f64().unwrap();
     assert!((monthly - json["estimated_monthly_cost_usd"].as_f64().unwrap()).abs() <= 0.005);
-    assert_eq!(kind("primary").next().unwrap()["cross_zone_bytes"], json["primary_cross_zone_bytes"]);
+    assert_eq!(
+        kind("primary").next().unwrap()["cross_zone_bytes"],
+        json["primary_cross_zone_bytes"]
+    );
     assert_eq!(kind("unknown").next().unwrap()["bytes"], json["unknown_zone_bytes"]);
     for node in json["nodes"].as_array().unwrap() {
         let row = kind("node").find(|r| r["name"] == node["endpoint"]).unwrap();
@@ -636,7 +844,62 @@ print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
         .map(|c| (c["address"].as_str().unwrap(), c["bytes"].as_u64().unwrap()))
         .collect();
     let mut sorted = clients.clone();
-    sorted.sort_by(|a, b| b.1.cmp(&a.1));
+    sorted.sort_by_key(|c| std::cmp::Reverse(c.1));
     assert_eq!(sorted, expected);
-    eprintln!("duckdb: share {share}, {} node rows, top client {:?}", kind("node").count(), sorted[0]);
+    eprintln!(
+        "duckdb: share {share}, {} node rows, top client {:?}",
+        kind("node").count(),
+        sorted[0]
+    );
+}
+
+/// The guide's sample run, as written: its command in a folder holding `replica-map.json`,
+/// `subnets.json` and `flow-logs/` (the generated records), run by `sh -e` with `locality` on
+/// PATH; the table and the Prometheus textfile it shows are what the audit prints.
+#[test]
+fn the_guides_sample_is_what_the_audit_prints() {
+    let f = Fixture::new();
+    let dir = f.dir.path();
+    std::fs::copy(dir.join("map.json"), dir.join("replica-map.json")).unwrap();
+    std::fs::rename(dir.join("default"), dir.join("flow-logs")).unwrap();
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"))
+            .unwrap();
+    let section = &guide[guide
+        .find("#### `locality audit`: which clients read across zones")
+        .unwrap()..];
+    let block = |from: &str, fence: &str| -> String {
+        let after = &section[section.find(from).unwrap()..];
+        let start = after.find(fence).unwrap() + fence.len();
+        after[start..start + after[start..].find("```").unwrap()].to_string()
+    };
+    let command = block("`locality audit` reads VPC Flow Logs", "```sh\n");
+    let path = format!(
+        "{}:{}",
+        locality().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |script: &str| {
+        let out = Command::new("sh")
+            .args(["-e", "-c", script])
+            .current_dir(dir)
+            .env("PATH", &path)
+            .env("HOME", dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let table = run(&command);
+    assert_eq!(
+        block("A sample run", "```text\n"),
+        table,
+        "the guide's table; the audit printed:\n{table}"
+    );
+    let textfile = run(&format!("{} --format prometheus", command.trim_end()));
+    assert_eq!(
+        block("gives a node_exporter textfile", "```text\n"),
+        textfile,
+        "the guide's textfile; the audit printed:\n{textfile}"
+    );
 }

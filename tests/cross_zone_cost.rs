@@ -71,7 +71,16 @@ fn the_check_block_warns_in_the_plan_over_budget_and_not_under() {
     // Over: 40 USD a day against the example's 25.
     let moto = Moto::start();
     inject(&moto, 40.0);
-    let tf = terraform(&moto, &example());
+    // The guide's block is the page's example, byte for byte.
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"))
+            .unwrap();
+    assert!(
+        guide.contains(&format!("```terraform\n{}```", example())),
+        "the guide's check block is not the example's"
+    );
+    let tf = terraform(&moto, "");
+    tf.write("cost.tf", &example());
     let plan = tf.run(&["plan", "-input=false", "-no-color"]);
     assert_eq!(plan.code, 0, "{}", plan.all());
     let out = plan.all();
@@ -81,6 +90,26 @@ fn the_check_block_warns_in_the_plan_over_budget_and_not_under() {
         "{out}"
     );
     eprintln!("over budget:\n{out}");
+    // The warning as the guide shows it (the window's dates are today's).
+    let warning = &out[out.find("Warning: Check block assertion failed").unwrap()..];
+    let warning = warning[..warning.find("across zones.").unwrap() + "across zones.".len()].to_string();
+    let start = warning
+        .find("a day from ")
+        .map(|i| &warning[i + 11..i + 21])
+        .unwrap()
+        .to_string();
+    let end = warning
+        .find(" to 20")
+        .map(|i| &warning[i + 4..i + 14])
+        .unwrap()
+        .to_string();
+    let shown = warning.replace(&start, "2026-11-27").replace(&end, "2026-12-04");
+    let after = &guide[guide.find("Over budget, every plan says so").unwrap()..];
+    let block = &after[after.find("```text\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    // (Terraform wraps the message to its width: compared word by word.)
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(words(block), words(&shown), "the guide's warning");
 
     // Under: 10 USD a day.
     let moto = Moto::start();
@@ -89,7 +118,12 @@ fn the_check_block_warns_in_the_plan_over_budget_and_not_under() {
     let plan = tf.run(&["plan", "-input=false", "-no-color"]);
     assert_eq!(plan.code, 0, "{}", plan.all());
     assert!(!plan.all().contains("Check block assertion failed"), "{}", plan.all());
-    assert!(plan.all().contains("data.locality_cross_zone_cost.last_week: Read complete"), "{}", plan.all());
+    assert!(
+        plan.all()
+            .contains("data.locality_cross_zone_cost.last_week: Read complete"),
+        "{}",
+        plan.all()
+    );
     assert!(!plan.all().contains("budget"), "{}", plan.all());
 }
 
@@ -113,17 +147,26 @@ fn only_the_matching_usage_types_count_and_the_window_is_checked() {
     assert_eq!(tf.output("total_gb"), "8750");
     assert_eq!(tf.output("days"), "7");
     let first: serde_json::Value = serde_json::from_str(&tf.run(&["output", "-json", "first"]).stdout).unwrap();
-    assert_eq!(first, serde_json::json!({"date": "2026-11-24", "usd": 12.5, "gb": 1250}));
+    assert_eq!(
+        first,
+        serde_json::json!({"date": "2026-11-24", "usd": 12.5, "gb": 1250})
+    );
     assert_eq!(tf.output("pattern"), "DataTransfer-Regional-Bytes");
 
     // Bad windows: diagnostics on the attribute, before any call.
     for (attributes, expected) in [
         ("start_date = \"2026-11-31\"", "is not a date: write YYYY-MM-DD"),
-        ("start_date = \"2026-12-01\"\n  end_date = \"2026-11-24\"", "is not after start_date"),
+        (
+            "start_date = \"2026-12-01\"\n  end_date = \"2026-11-24\"",
+            "is not after start_date",
+        ),
         ("days = 0", "days = 0 is not a whole number from 1 to 366"),
         ("tag_key = \"team\"", "tag_key and tag_value go together"),
     ] {
-        let tf = terraform(&moto, &format!("data \"locality_cross_zone_cost\" \"bad\" {{\n  {attributes}\n}}\n"));
+        let tf = terraform(
+            &moto,
+            &format!("data \"locality_cross_zone_cost\" \"bad\" {{\n  {attributes}\n}}\n"),
+        );
         let out = tf.fails(&["plan", "-input=false", "-no-color"]);
         assert!(out.contains(expected), "{attributes}: {out}");
         assert!(out.contains("data.locality_cross_zone_cost.bad"), "{out}");

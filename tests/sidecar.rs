@@ -3128,7 +3128,10 @@ fn a_pooled_connection_moves_the_share_during_the_outage_not_after() {
     eprintln!("replica back: {share} = 1 after {took:?}");
     let started = Instant::now();
     while !prometheus.query(pending).is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(10), "still pending after recovery");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still pending after recovery"
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
     // And nothing goes pending afterwards (the old bug: the reader's bytes counted at the end of
@@ -3143,7 +3146,10 @@ fn a_pooled_connection_moves_the_share_during_the_outage_not_after() {
     stop.store(true, Ordering::SeqCst);
     client.join().unwrap();
     let all = connections.load(Ordering::SeqCst);
-    assert!(all <= 4, "the client reconnected {all} times: the connection was not pooled");
+    assert!(
+        all <= 4,
+        "the client reconnected {all} times: the connection was not pooled"
+    );
     eprintln!("the client opened {all} connections in all");
     drop(sidecar);
 }

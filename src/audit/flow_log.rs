@@ -211,14 +211,18 @@ mod tests {
     fn the_default_format_and_a_custom_one_in_another_order() {
         let layout = Layout::default_format();
         let line = "2 123456789012 eni-0a1 10.0.1.5 10.0.2.10 50000 6379 6 10 1200 1700000000 1700000060 ACCEPT OK";
-        let Record::Flow(flow) = parse(line, &layout).unwrap() else { panic!() };
+        let Record::Flow(flow) = parse(line, &layout).unwrap() else {
+            panic!()
+        };
         assert_eq!(flow.bytes, 1200);
         assert_eq!(flow.interface_id, Some("eni-0a1"));
         assert_eq!(flow.direction, None);
         assert_eq!((flow.start, flow.end), (Some(1_700_000_000), Some(1_700_000_060)));
 
         let custom = Layout::from_header("${flow-direction} ${bytes} ${dstaddr} ${srcaddr} ${interface-id}").unwrap();
-        let Record::Flow(flow) = parse("egress 77 10.0.0.1 10.0.0.2 eni-9", &custom).unwrap() else { panic!() };
+        let Record::Flow(flow) = parse("egress 77 10.0.0.1 10.0.0.2 eni-9", &custom).unwrap() else {
+            panic!()
+        };
         assert_eq!(flow.direction, Some(Direction::Egress));
         assert_eq!(flow.srcaddr.to_string(), "10.0.0.2");
         assert_eq!(flow.start, None);
@@ -236,6 +240,8 @@ mod tests {
         assert!(parse(bad, &layout).unwrap_err().0.contains("srcaddr"));
         let long = format!("2 1 eni-1 10.0.0.1 10.0.0.2 1 2 6 1 {} 1 2 ACCEPT OK", "é".repeat(60));
         assert!(parse(&long, &layout).unwrap_err().0.contains('…'));
-        assert!(Layout::from_header("version srcaddr dstaddr").unwrap_err().contains("`bytes`"));
+        assert!(Layout::from_header("version srcaddr dstaddr")
+            .unwrap_err()
+            .contains("`bytes`"));
     }
 }

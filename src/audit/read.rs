@@ -108,7 +108,9 @@ pub fn local_inputs(path: &Path) -> Result<Vec<Input>, String> {
         let entries = std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
         for entry in entries {
             let entry = entry.map_err(|e| format!("{}: {e}", folder.display()))?;
-            let kind = entry.file_type().map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
             if kind.is_dir() {
                 folders.push(entry.path());
             } else if kind.is_file() && is_flow_log(&entry.path()) {
@@ -117,7 +119,7 @@ pub fn local_inputs(path: &Path) -> Result<Vec<Input>, String> {
             }
         }
     }
-    found.sort_by(|a, b| a.name().cmp(&b.name()));
+    found.sort_by_key(Input::name);
     Ok(found)
 }
 

@@ -180,7 +180,7 @@ impl Tally {
             })
             .filter(|c| c.bytes > 0)
             .collect();
-        counted.sort_by(|a, b| (a.node, a.client).cmp(&(b.node, b.client)));
+        counted.sort_by_key(|c| (c.node, c.client));
         counted
     }
 }
@@ -217,10 +217,22 @@ mod tests {
 
         // With flow-direction: ingress to the node and egress from it count; the rest does not.
         let mut tally = Tally::default();
-        tally.add(&flow("10.0.2.5", "10.0.1.10", 100, "eni-c2", Some(Direction::Egress)), node);
-        tally.add(&flow("10.0.2.5", "10.0.1.10", 100, "eni-node", Some(Direction::Ingress)), node);
-        tally.add(&flow("10.0.1.10", "10.0.2.5", 900, "eni-node", Some(Direction::Egress)), node);
-        tally.add(&flow("10.0.1.10", "10.0.2.5", 900, "eni-c2", Some(Direction::Ingress)), node);
+        tally.add(
+            &flow("10.0.2.5", "10.0.1.10", 100, "eni-c2", Some(Direction::Egress)),
+            node,
+        );
+        tally.add(
+            &flow("10.0.2.5", "10.0.1.10", 100, "eni-node", Some(Direction::Ingress)),
+            node,
+        );
+        tally.add(
+            &flow("10.0.1.10", "10.0.2.5", 900, "eni-node", Some(Direction::Egress)),
+            node,
+        );
+        tally.add(
+            &flow("10.0.1.10", "10.0.2.5", 900, "eni-c2", Some(Direction::Ingress)),
+            node,
+        );
         assert_eq!(tally.counted()[0].bytes, 1000);
         assert_eq!(tally.other_side, 2);
         assert_eq!(tally.window, Some((100, 160)));

@@ -138,14 +138,18 @@ impl Subnets {
         })?;
         let mut subnets = Vec::new();
         for s in parsed.subnets {
-            let blocks = s
-                .cidr_block
-                .iter()
-                .chain(s.ipv6_cidr_block_association_set.iter().filter_map(|a| a.ipv6_cidr_block.as_ref()));
+            let blocks = s.cidr_block.iter().chain(
+                s.ipv6_cidr_block_association_set
+                    .iter()
+                    .filter_map(|a| a.ipv6_cidr_block.as_ref()),
+            );
             for block in blocks {
-                let net: IpNet = block
-                    .parse()
-                    .map_err(|_| format!("subnet block {block:?} (zone {}) is not a CIDR block", s.availability_zone))?;
+                let net: IpNet = block.parse().map_err(|_| {
+                    format!(
+                        "subnet block {block:?} (zone {}) is not a CIDR block",
+                        s.availability_zone
+                    )
+                })?;
                 subnets.push(Subnet {
                     block: net.trunc(),
                     zone: s.availability_zone.clone(),
@@ -159,7 +163,7 @@ impl Subnets {
     /// Subnets from a list.
     pub fn new(mut subnets: Vec<Subnet>) -> Subnets {
         // Longest prefix first: the first match is the most specific.
-        subnets.sort_by(|a, b| b.block.prefix_len().cmp(&a.block.prefix_len()));
+        subnets.sort_by_key(|s| std::cmp::Reverse(s.block.prefix_len()));
         Subnets(subnets)
     }
 
@@ -229,8 +233,13 @@ mod tests {
         .unwrap();
         assert_eq!(subnets.find("10.0.2.9".parse().unwrap()).unwrap().zone, "us-east-1b");
         assert_eq!(subnets.find("10.0.3.9".parse().unwrap()).unwrap().zone, "us-east-1a");
-        assert_eq!(subnets.find("2600:1f18:1:2::5".parse().unwrap()).unwrap().zone, "us-east-1b");
+        assert_eq!(
+            subnets.find("2600:1f18:1:2::5".parse().unwrap()).unwrap().zone,
+            "us-east-1b"
+        );
         assert!(subnets.find("192.168.0.1".parse().unwrap()).is_none());
-        assert!(Subnets::from_json("{\"Subnets\": [").unwrap_err().contains("describe-subnets"));
+        assert!(Subnets::from_json("{\"Subnets\": [")
+            .unwrap_err()
+            .contains("describe-subnets"));
     }
 }

@@ -480,8 +480,8 @@ impl Aws {
     /// The SDK's error (AccessDenied names `ce:GetCostAndUsage`).
     pub async fn daily_cost(&self, query: &CostQuery) -> Result<Vec<DailyCost>, AwsError> {
         use aws_sdk_costexplorer::types::{
-            DateInterval, Dimension, DimensionValues, Expression, Granularity, GroupDefinition,
-            GroupDefinitionType, TagValues,
+            DateInterval, Dimension, DimensionValues, Expression, Granularity, GroupDefinition, GroupDefinitionType,
+            TagValues,
         };
         let what = format!(
             "ce:GetCostAndUsage from {} to {} (the credentials need ce:GetCostAndUsage; Cost Explorer answers from {COST_EXPLORER_REGION})",

@@ -74,7 +74,11 @@ fn window(config: &CrossZoneCostModel, today: i64, diags: &mut Diagnostics) -> O
     } as i64;
     let mut dates = [None, None];
     for (slot, name) in dates.iter_mut().zip(["start_date", "end_date"]) {
-        let field = if name == "start_date" { &config.start_date } else { &config.end_date };
+        let field = if name == "start_date" {
+            &config.start_date
+        } else {
+            &config.end_date
+        };
         if let Some(text) = field.get() {
             match parse_date(text) {
                 Some(d) => *slot = Some(d),
@@ -111,7 +115,13 @@ fn window(config: &CrossZoneCostModel, today: i64, diags: &mut Diagnostics) -> O
         diags.attribute_error(
             AttributePath::root("start_date"),
             "Invalid window",
-            format!("{} to {} is {} days: at most {} days.", date(start), date(end), end - start, schema::MAX_DAYS),
+            format!(
+                "{} to {} is {} days: at most {} days.",
+                date(start),
+                date(end),
+                end - start,
+                schema::MAX_DAYS
+            ),
         );
         return None;
     }
@@ -136,7 +146,11 @@ impl DataSource<ProviderData> for CrossZoneCost {
             && !config.tag_key.is_unknown()
             && !config.tag_value.is_unknown()
         {
-            let missing = if config.tag_key.is_known() { "tag_value" } else { "tag_key" };
+            let missing = if config.tag_key.is_known() {
+                "tag_value"
+            } else {
+                "tag_key"
+            };
             diags.attribute_error(
                 AttributePath::root(missing),
                 "Incomplete tag filter",
@@ -215,7 +229,14 @@ mod tests {
     fn dates_round_trip_and_nonsense_is_refused() {
         assert_eq!(parse_date("2026-12-04").map(date).as_deref(), Some("2026-12-04"));
         assert_eq!(parse_date("2024-02-29").map(date).as_deref(), Some("2024-02-29"));
-        for bad in ["2026-02-30", "2026-13-01", "26-12-04", "2026-12-04T00:00:00Z", "", "２０２６-12-04"] {
+        for bad in [
+            "2026-02-30",
+            "2026-13-01",
+            "26-12-04",
+            "2026-12-04T00:00:00Z",
+            "",
+            "２０２６-12-04",
+        ] {
             assert_eq!(parse_date(bad), None, "{bad}");
         }
     }
