@@ -12,7 +12,10 @@
 //! - `snapshot`: an IP-range snapshot file (`LOCALITY_RANGES_FILE`, either format version),
 //!   then lookups and a walk over its ranges when it opens;
 //! - `resolve`: what `locality resolve` reads: a replica map (then an endpoint chosen for a few
-//!   zones), metadata answers (IMDS, ECS, Lambda), `--zone`, `--map`, a shared secret's key.
+//!   zones), metadata answers (IMDS, ECS, Lambda), `--zone`, `--map`, a shared secret's key;
+//! - `flow_log`: what `locality audit` reads: flow-log text (the first line as a header when it
+//!   is one, else the default format), counted and reported in every format; the same bytes
+//!   as `describe-subnets` JSON and as `--flow-logs` and `--fields` values.
 
 #![allow(dead_code, unreachable_pub)] // shared with the fuzz crate, where these items are its own
 
@@ -25,7 +28,9 @@ use locality::tfplugin::value::{decode_json, decode_msgpack};
 use locality::tfplugin::{Context, Diagnostics, Provider};
 
 /// The targets, by name.
-pub const TARGETS: [&str; 7] = ["msgpack", "json", "spec", "import", "text", "snapshot", "resolve"];
+pub const TARGETS: [&str; 8] = [
+    "msgpack", "json", "spec", "import", "text", "snapshot", "resolve", "flow_log",
+];
 
 /// Runs target `name` on `data`. Panics only on a bug (what the fuzzer looks for).
 pub fn run(name: &str, data: &[u8]) {
@@ -37,6 +42,7 @@ pub fn run(name: &str, data: &[u8]) {
         "text" => text(data),
         "snapshot" => snapshot(data),
         "resolve" => resolve(data),
+        "flow_log" => flow_log(data),
         other => panic!("no fuzz target {other:?}"),
     }
 }
@@ -200,4 +206,43 @@ fn resolve(data: &[u8]) {
         "{comment:?}"
     );
     let _ = locality_resolve::shell_quote(&text);
+}
+
+fn flow_log(data: &[u8]) {
+    use locality::audit::flow_log::{parse, Layout, Record};
+    use locality::audit::report::Figures;
+    use locality::audit::tally::Tally;
+    use locality::audit::topology::{Node, Subnets};
+    let text = String::from_utf8_lossy(data);
+    let _ = locality::audit::read::Location::parse(&text);
+    let _ = Layout::from_header(&text);
+    let subnets = Subnets::from_json(&text).unwrap_or_default();
+    let mut lines = text.lines();
+    let layout = match lines.clone().next() {
+        Some(first) if Layout::is_header(first) => {
+            lines.next();
+            Layout::from_header(first).unwrap_or_else(|_| Layout::default_format())
+        }
+        _ => Layout::default_format(),
+    };
+    let nodes = vec![Node {
+        address: "10.0.1.11".parse().expect("an address"),
+        endpoint: "10.0.1.11:6379".to_string(),
+        role: locality_resolve::document::NodeRole::Replica,
+        zone: "ap-northeast-1a".to_string(),
+        zone_id: None,
+    }];
+    let mut tally = Tally::default();
+    for (n, line) in lines.enumerate() {
+        match parse(line, &layout) {
+            Ok(Record::Flow(flow)) => tally.add(&flow, |ip| (ip == nodes[0].address).then_some(0)),
+            Ok(_) => tally.records += 1,
+            Err(bad) => tally.skip("fuzz", n as u64 + 1, bad.0),
+        }
+    }
+    let figures = Figures::compute(&tally, &nodes, &subnets, 0.01);
+    let _ = figures.to_table();
+    let _ = figures.to_json();
+    let _ = figures.to_prometheus();
+    let _ = locality::audit::athena::query("vpc_flow_logs", &nodes, &subnets, 0.01);
 }

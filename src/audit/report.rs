@@ -386,7 +386,13 @@ fn bytes(n: u64) -> String {
     }
 }
 
+/// RFC 3339 for the years 1970 to 9999; the epoch seconds as written beyond (a record can say
+/// anything).
 fn timestamp(seconds: u64) -> String {
+    const LAST: u64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+    if seconds > LAST {
+        return format!("{seconds} (epoch seconds)");
+    }
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).to_string()
 }
 
