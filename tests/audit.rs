@@ -903,3 +903,47 @@ fn the_guides_sample_is_what_the_audit_prints() {
         "the guide's textfile; the audit printed:\n{textfile}"
     );
 }
+
+/// A progress bar on stderr when stderr is a terminal (a pseudo-terminal from util-linux's
+/// `script`), and none in a pipe; standard output is the report either way.
+#[test]
+fn a_progress_bar_on_a_terminal_and_none_in_a_pipe() {
+    let f = Fixture::new();
+    let command = format!(
+        "{} audit --map {} --subnets {} --flow-logs {} --format json > {}",
+        locality().display(),
+        f.path("map.json"),
+        f.path("subnets.json"),
+        f.path("default"),
+        f.path("report.json")
+    );
+    let out = Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .output()
+        .expect("script (util-linux)");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let terminal = text(&out.stdout);
+    assert!(
+        terminal.contains("B/") && terminal.contains("left"),
+        "no progress bar on the terminal: {terminal:?}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(f.path("report.json")).unwrap()).unwrap();
+    assert_figures(&report, &f.truth, "behind a terminal");
+    let piped = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &f.path("default"),
+        ],
+        &[],
+    );
+    assert!(
+        piped.status.success() && piped.stderr.is_empty(),
+        "{}",
+        text(&piped.stderr)
+    );
+}

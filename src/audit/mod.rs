@@ -225,7 +225,8 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
 
     let node_index: HashMap<IpAddr, u32> = nodes.iter().enumerate().map(|(i, n)| (n.address, i as u32)).collect();
     let total: u64 = inputs.iter().map(Input::size).sum();
-    let bar = (std::io::stderr().is_terminal() && total > 16 << 20).then(|| {
+    // A progress bar on a terminal only (a CI log, a pipe or a file gets none).
+    let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(total);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left")
