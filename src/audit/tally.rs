@@ -50,7 +50,7 @@ pub struct Tally {
     pub rejected: u64,
     /// Lines that did not parse.
     pub skipped: u64,
-    /// The first of them.
+    /// The first of them (in file name order, then line).
     pub first_skipped: Option<FirstSkipped>,
     /// Records captured at a client's interface, left out by flow-direction.
     pub other_side: u64,
@@ -133,9 +133,11 @@ impl Tally {
         self.records += other.records;
         self.no_data += other.no_data;
         self.rejected += other.rejected;
-        if self.first_skipped.is_none() {
-            self.first_skipped = other.first_skipped;
-        }
+        // The first in name order, whichever reader finished first.
+        self.first_skipped = match (self.first_skipped.take(), other.first_skipped) {
+            (Some(a), Some(b)) => Some(if (&b.location, b.line) < (&a.location, a.line) { b } else { a }),
+            (a, b) => a.or(b),
+        };
         self.skipped += other.skipped;
         self.other_side += other.other_side;
         self.between_nodes_bytes += other.between_nodes_bytes;
