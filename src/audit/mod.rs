@@ -12,6 +12,9 @@
 //! - [`report`]: the figures and their renderings;
 //! - [`athena`]: the SQL.
 
+// The flags' doc comments are their `--help` text, where `<name>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 pub mod athena;
 pub mod flow_log;
 pub mod read;
