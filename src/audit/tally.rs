@@ -135,7 +135,11 @@ impl Tally {
         self.rejected += other.rejected;
         // The first in name order, whichever reader finished first.
         self.first_skipped = match (self.first_skipped.take(), other.first_skipped) {
-            (Some(a), Some(b)) => Some(if (&b.location, b.line) < (&a.location, a.line) { b } else { a }),
+            (Some(a), Some(b)) => Some(if (&b.location, b.line) < (&a.location, a.line) {
+                b
+            } else {
+                a
+            }),
             (a, b) => a.or(b),
         };
         self.skipped += other.skipped;

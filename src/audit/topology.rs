@@ -223,6 +223,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn node_endpoints_are_addresses_as_written_or_resolved_names() {
+        // (`localhost` resolves from /etc/hosts: no DNS query leaves the machine.)
+        let map = ReplicaMap::parse(
+            r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1a":"localhost:6379","ap-northeast-1c":"10.0.2.11:6379"}}"#,
+        )
+        .unwrap();
+        let nodes = nodes_of(&map).unwrap();
+        let zone_a: Vec<IpAddr> = nodes
+            .iter()
+            .filter(|n| n.zone == "ap-northeast-1a")
+            .map(|n| n.address)
+            .collect();
+        assert!(
+            !zone_a.is_empty() && zone_a.iter().all(|a| a.is_loopback()),
+            "{nodes:?}"
+        );
+        assert!(nodes
+            .iter()
+            .any(|n| n.address.to_string() == "10.0.2.11" && n.role == NodeRole::Replica));
+    }
+
+    #[test]
     fn subnets_from_describe_subnets_json_by_longest_prefix() {
         let subnets = Subnets::from_json(
             r#"{"Subnets":[
