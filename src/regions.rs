@@ -272,6 +272,19 @@ pub fn regions(vendor: &str) -> Option<&'static [&'static str]> {
     }
 }
 
+/// A vendor's region, for sentences, with its article: `an AWS region`, `a Google Cloud
+/// region`, `an Azure region`, `an Oracle Cloud region` (the vendors' own names); an unknown
+/// vendor's name is quoted as given.
+pub fn a_region_of(vendor: &str) -> String {
+    match vendor {
+        "aws" => "an AWS region".to_string(),
+        "azure" => "an Azure region".to_string(),
+        "gcp" => "a Google Cloud region".to_string(),
+        "oci" => "an Oracle Cloud region".to_string(),
+        other => format!("a region of {other:?}"),
+    }
+}
+
 /// The ARM name for an Azure Service Tags region alias (`germanywc` → `germanywestcentral`);
 /// other names are returned unchanged.
 pub fn azure_arm_name(region: &str) -> &str {
@@ -308,6 +321,14 @@ pub fn near_matches<'a>(word: &str, candidates: &[&'a str]) -> Vec<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regions_are_named_with_the_vendors_names_and_articles() {
+        assert_eq!(a_region_of("aws"), "an AWS region");
+        assert_eq!(a_region_of("gcp"), "a Google Cloud region");
+        assert_eq!(a_region_of("azure"), "an Azure region");
+        assert_eq!(a_region_of("oci"), "an Oracle Cloud region");
+    }
 
     #[test]
     fn catalogue() {

@@ -144,7 +144,7 @@ async fn a_moved_state_is_validated_and_never_echoed_whole() {
             ),
             (
                 state("192.0.2.10").replace("\"region\":\"us-east-1\"", "\"region\":\"us-nowhere-1\""),
-                "\"us-nowhere-1\" is not a aws region",
+                "\"us-nowhere-1\" is not an AWS region",
             ),
             (
                 state(&huge).replace(&format!("\"id\":\"{huge}\""), "\"id\":\"x\""),

@@ -286,6 +286,11 @@ async fn bad_input_is_a_diagnostic_on_the_attribute() {
             ),
             (
                 hint("x", "192.0.2.1", "aws", "us-east-9"),
+                "\"us-east-9\" is not an AWS region in the built-in catalogue",
+                "region = \"us-east-9\"",
+            ),
+            (
+                hint("x", "192.0.2.1", "aws", "us-east-9"),
                 "Did you mean \"us-east-1\"",
                 "region = \"us-east-9\"",
             ),
@@ -293,6 +298,16 @@ async fn bad_input_is_a_diagnostic_on_the_attribute() {
                 hint("x", "192.0.2.1", "gcp", "asia-northeast-1"),
                 "Did you mean \"asia-northeast1\"",
                 "region = \"asia-northeast-1\"",
+            ),
+            (
+                hint("x", "192.0.2.1", "gcp", "asia-northeast-1"),
+                "\"asia-northeast-1\" is not a Google Cloud region",
+                "region = \"asia-northeast-1\"",
+            ),
+            (
+                hint("x", "192.0.2.1", "oci", "ap-tokyo-9"),
+                "\"ap-tokyo-9\" is not an Oracle Cloud region",
+                "region = \"ap-tokyo-9\"",
             ),
             (
                 hint("x", "192.0.2.1", "aws", "us-east-1").replace(ZONE, "not-a-zone"),

@@ -156,7 +156,7 @@ async fn every_element_is_checked_at_plan_time() {
         for needle in [
             "\"not-an-ip\" is not an IPv4 or IPv6 address",
             "\"amazon\" is not a cloud Cloudflare knows",
-            "\"us-east-9\" is not a aws region",
+            "\"us-east-9\" is not an AWS region",
             "Did you mean \"us-east-1\"",
             "\"us-east-1\" is not `vendor:region`",
             "\"2001:db8::5\" is the same IP as hints[\"2001:DB8::5\"]",

@@ -95,7 +95,8 @@ pub(crate) fn region_problem(vendor: &str, region: &str) -> Option<String> {
     let lower = region.to_ascii_lowercase();
     (!known.contains(&lower.as_str())).then(|| {
         format!(
-            "{region:?} is not a {vendor} region in the built-in catalogue ({CATALOGUE_DATE}).{}",
+            "{region:?} is not {} in the built-in catalogue ({CATALOGUE_DATE}).{}",
+            crate::regions::a_region_of(vendor),
             suggestions(&lower, known)
         )
     })
