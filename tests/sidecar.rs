@@ -1435,6 +1435,10 @@ fn the_deployments_validate_and_start_the_image_as_written() {
     let served = wait_for(Duration::from_secs(15), || reads_through(6379, 1) == 1);
     send_signal(child.id(), "TERM");
     let status = wait_timeout(&mut child, Duration::from_secs(3)).expect("stops within 3 s");
+    // What the unit says of SIGTERM is what happens: a clean stop, exit 0 (no SuccessExitStatus
+    // needed).
+    assert!(unit.contains("exits 0: a clean stop") && !unit.contains("SuccessExitStatus"), "{unit}");
+    assert_eq!(status.code(), Some(0), "systemd stop: {status:?}");
     let mut log = String::new();
     let _ = child.stderr.take().unwrap().read_to_string(&mut log);
     assert!(served.is_some(), "systemd: the unit's ExecStart does not serve\n{log}");
@@ -2367,6 +2371,8 @@ fn haproxy_never_outlives_the_sidecar_and_one_sidecar_owns_a_port() {
         send_signal(child.id(), signal);
         let status = wait_timeout(&mut child, Duration::from_secs(2));
         assert!(status.is_some(), "SIG{signal}: the sidecar still runs after 2 s");
+        // A stop asked for is a clean one: exit 0 (the guide and the systemd unit say so).
+        assert_eq!(status.unwrap().code(), Some(0), "SIG{signal}: {status:?}");
         gone_within(Duration::from_secs(2) - started.elapsed().min(Duration::from_secs(2)))
             .unwrap_or_else(|| panic!("SIG{signal}: HAProxy still runs: {:?}", processes_in(&run)));
         eprintln!(

@@ -499,7 +499,8 @@ pub(crate) fn one_line(text: &str) -> String {
 
 /// The `locality sidecar` command. With `print_config`, prints the configuration on `out` and
 /// returns, writing nothing to disk; else runs HAProxy under it until HAProxy exits, and
-/// returns its exit status (128 + the signal when a signal ended it). 1 when it cannot start.
+/// returns 0 when SIGTERM, SIGINT or SIGQUIT stopped it, else HAProxy's exit status (128 + the
+/// signal when a signal ended it). 1 when it cannot start.
 pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let mut fail = |problem: String| {
         let _ = writeln!(err, "locality sidecar: {}", one_line(&problem));
@@ -666,16 +667,20 @@ impl Supervisor {
         };
         let pid = child.id();
         let reread = Arc::new(AtomicBool::new(false));
+        // A stop asked for (TERM, INT, QUIT): HAProxy ending then is a clean stop, exit 0.
+        let asked_to_stop = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let handle = match signals {
             Ok(mut signals) => {
                 let handle = signals.handle();
                 let (reread, stop) = (Arc::clone(&reread), Arc::clone(&stop));
+                let asked_to_stop = Arc::clone(&asked_to_stop);
                 std::thread::spawn(move || {
                     for signal in signals.forever() {
                         match signal {
                             SIGHUP => reread.store(true, Ordering::SeqCst),
                             SIGTERM | SIGINT | SIGQUIT => {
+                                asked_to_stop.store(true, Ordering::SeqCst);
                                 send_signal(pid, rustix::process::Signal::TERM);
                                 // HAProxy stops at once on SIGTERM; should it hang, it is
                                 // killed (its workers exit with their master).
@@ -721,7 +726,12 @@ impl Supervisor {
         match status {
             Ok(status) => {
                 use std::os::unix::process::ExitStatusExt;
+                let asked = asked_to_stop.load(Ordering::SeqCst);
                 match (status.code(), status.signal()) {
+                    // Stopped as asked: HAProxy exits 0 on SIGTERM, or was killed by the sidecar
+                    // when it lingered. A clean stop for systemd, Kubernetes and podman alike.
+                    (Some(0), _) if asked => 0,
+                    (None, Some(signal)) if asked && (signal == SIGTERM || signal == signal_hook::consts::SIGKILL) => 0,
                     (Some(code), _) => u8::try_from(code).unwrap_or(1),
                     (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
                     (None, None) => 1,
