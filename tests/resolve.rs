@@ -1217,3 +1217,41 @@ fn credentials_on_this_host_never_go_through_a_proxy() {
     );
     assert!(seen.iter().all(|head| !head.contains(TOKEN)), "{seen:?}");
 }
+
+/// A truncated map, as a new user met it (`{"version":1,`): the message says the JSON ends early,
+/// at its line and column (it said "not a JSON object"), and each binary prefixes its messages
+/// with its own name (`locality-app` said `locality resolve:`).
+#[test]
+fn a_truncated_map_is_said_as_such_by_each_binary_under_its_own_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("replica-map.json");
+    std::fs::write(&map, "{\"version\":1,\n").unwrap();
+    for (binary, name) in [
+        (PathBuf::from(env!("CARGO_BIN_EXE_locality")), "locality"),
+        (common::app_binary(), "locality-app"),
+    ] {
+        let out = Command::new(&binary)
+            .args([
+                "resolve",
+                "--map",
+                &map.display().to_string(),
+                "--zone",
+                "ap-northeast-1a",
+            ])
+            .env("LOCALITY_FALLBACK", "reader.example:6379")
+            .env("HOME", dir.path())
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("the map ends before its JSON is complete (at line 2, column 0)"),
+            "{name}: {stderr}"
+        );
+        assert!(
+            !stderr.is_empty() && stderr.lines().all(|l| l.starts_with(&format!("{name} resolve: "))),
+            "{name}: {stderr}"
+        );
+        eprintln!("{name}: {stderr}");
+    }
+}

@@ -1437,7 +1437,10 @@ fn the_deployments_validate_and_start_the_image_as_written() {
     let status = wait_timeout(&mut child, Duration::from_secs(3)).expect("stops within 3 s");
     // What the unit says of SIGTERM is what happens: a clean stop, exit 0 (no SuccessExitStatus
     // needed).
-    assert!(unit.contains("exits 0: a clean stop") && !unit.contains("SuccessExitStatus"), "{unit}");
+    assert!(
+        unit.contains("exits 0: a clean stop") && !unit.contains("SuccessExitStatus"),
+        "{unit}"
+    );
     assert_eq!(status.code(), Some(0), "systemd stop: {status:?}");
     let mut log = String::new();
     let _ = child.stderr.take().unwrap().read_to_string(&mut log);

@@ -123,8 +123,9 @@ fn nodes(object: &serde_json::Map<String, serde_json::Value>) -> Result<Vec<Node
 /// A map that cannot be used at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DocumentError {
-    /// Not JSON, or not an object.
-    #[error("the map is not a JSON object ({0})")]
+    /// Not JSON (cut short, or invalid at a place), or JSON that is not an object: what is
+    /// wrong, said after "the map".
+    #[error("the map {0}")]
     NotJson(String),
     /// `version` is missing or not 1.
     #[error("the map's version is {0}, and this reader knows version 1")]
@@ -138,6 +139,35 @@ pub enum DocumentError {
     /// Larger than [`MAX_MAP_BYTES`].
     #[error("the map is larger than {MAX_MAP_BYTES} bytes")]
     TooLarge,
+}
+
+/// What is wrong with text that is not JSON, at its place.
+fn json_problem(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let place = format!("line {}, column {}", e.line(), e.column());
+    match e.classify() {
+        Category::Eof => format!(
+            "ends before its JSON is complete (at {place}): the file is cut short, or a closing }} or ] is missing"
+        ),
+        _ => {
+            // serde_json says what it met and where ("expected `,` or `}` at line 1 column 20").
+            let what = e.to_string();
+            let what = what.split(" at line ").next().unwrap_or(&what).to_string();
+            format!("is not valid JSON at {place}: {what}")
+        }
+    }
+}
+
+/// A JSON value's kind, for a sentence.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 impl DocumentError {
@@ -209,11 +239,14 @@ impl ReplicaMap {
         if text.len() > MAX_MAP_BYTES {
             return Err(DocumentError::TooLarge);
         }
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| DocumentError::NotJson(format!("line {}, column {}", e.line(), e.column())))?;
-        let object = value
-            .as_object()
-            .ok_or_else(|| DocumentError::NotJson("not an object".into()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| DocumentError::NotJson(json_problem(&e)))?;
+        let object = value.as_object().ok_or_else(|| {
+            DocumentError::NotJson(format!(
+                "is not a JSON object: it is {} (a map is {{\"version\": 1, \"fallback\": …, \"zones\": {{…}}}})",
+                json_kind(&value)
+            ))
+        })?;
         match object.get("version") {
             // (JSON Schema's `const: 1` is numeric equality: 1.0 and 1e0 are 1 too.)
             Some(v) if v.as_f64() == Some(1.0) => {}
@@ -365,9 +398,23 @@ mod tests {
             .contains("zone_ids"));
         assert_eq!(
             ReplicaMap::parse("[]").unwrap_err(),
-            DocumentError::NotJson("not an object".into())
+            DocumentError::NotJson(
+                "is not a JSON object: it is an array (a map is {\"version\": 1, \"fallback\": …, \"zones\": {…}})"
+                    .into()
+            )
         );
         assert!(matches!(ReplicaMap::parse("<html>"), Err(DocumentError::NotJson(_))));
+        // Cut short: said as such, at its line and column (it was "not a JSON object").
+        assert_eq!(
+            ReplicaMap::parse("{\"version\":1,\n").unwrap_err().to_string(),
+            "the map ends before its JSON is complete (at line 2, column 0): the file is cut short, or a closing } or ] is missing"
+        );
+        assert_eq!(
+            ReplicaMap::parse("{\"version\":1 \"fallback\":\"r:1\"}")
+                .unwrap_err()
+                .to_string(),
+            "the map is not valid JSON at line 1, column 14: expected `,` or `}`"
+        );
         assert!(matches!(
             ReplicaMap::parse(r#"{"version":2,"fallback":"r:1"}"#),
             Err(DocumentError::Version(_))

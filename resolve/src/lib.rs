@@ -115,6 +115,21 @@ impl Options {
     }
 }
 
+/// The program messages are prefixed with: `locality` (the default) or the binary's own name,
+/// as its `main` sets it ([`set_program`]).
+static PROGRAM: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Names the program in messages (`locality-app` sets its own name; the first call wins).
+pub fn set_program(name: &'static str) {
+    let _ = PROGRAM.set(name);
+}
+
+/// `PROGRAM COMMAND:`, the prefix of a command's messages: `locality resolve:`,
+/// `locality-app sidecar:`.
+pub fn prefix(command: &str) -> String {
+    format!("{} {command}:", PROGRAM.get().copied().unwrap_or("locality"))
+}
+
 /// Why a `LOCALITY_ZONE` value cannot be used, or `None` when it can (or is empty: not set).
 pub fn zone_env_problem(value: &str) -> Option<String> {
     let value = value.trim();
@@ -481,7 +496,7 @@ pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err:
         return match glide::configure(options, read_from) {
             Ok((config, warnings)) => {
                 for warning in &warnings {
-                    let _ = writeln!(err, "locality resolve: {warning}");
+                    let _ = writeln!(err, "{} {warning}", crate::prefix("resolve"));
                 }
                 let text = match format {
                     Format::GlideEnv(_) => config.to_env(),
@@ -493,7 +508,7 @@ pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err:
                 }
             }
             Err(problem) => {
-                let _ = writeln!(err, "locality resolve: {problem}");
+                let _ = writeln!(err, "{} {problem}", crate::prefix("resolve"));
                 1
             }
         };
@@ -506,12 +521,13 @@ pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err:
                 Format::Json | Format::Glide(_) | Format::GlideEnv(_) => format!("{}\n", resolution.to_json()),
             };
             for note in &resolution.notes {
-                let _ = writeln!(err, "locality resolve: {note}");
+                let _ = writeln!(err, "{} {note}", crate::prefix("resolve"));
             }
             if let Some(reason) = &resolution.reason {
                 let _ = writeln!(
                     err,
-                    "locality resolve: using the fallback {}: {reason}",
+                    "{} using the fallback {}: {reason}",
+                    crate::prefix("resolve"),
                     resolution.endpoint
                 );
             }
@@ -521,7 +537,7 @@ pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err:
             }
         }
         Err(e) => {
-            let _ = writeln!(err, "locality resolve: {e}");
+            let _ = writeln!(err, "{} {e}", crate::prefix("resolve"));
             1
         }
     }

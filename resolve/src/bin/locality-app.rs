@@ -21,5 +21,6 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    locality_resolve::set_program("locality-app");
     Cli::parse().command.run()
 }

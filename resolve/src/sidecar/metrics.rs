@@ -403,7 +403,7 @@ fn answer(
         (&Method::GET | &Method::HEAD, "/metrics") => text(StatusCode::OK, metrics.text(), CONTENT_TYPE),
         (&Method::GET | &Method::HEAD, _) => text(
             StatusCode::NOT_FOUND,
-            "locality sidecar: the metrics are at /metrics\n".into(),
+            format!("{} the metrics are at /metrics\n", crate::prefix("sidecar")),
             plain,
         ),
         _ => text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n".into(), plain),
@@ -413,7 +413,12 @@ fn answer(
 /// One line on the sidecar's log.
 fn log(line: &str) {
     use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "locality sidecar: {}", super::one_line(line));
+    let _ = writeln!(
+        std::io::stderr(),
+        "{} {}",
+        crate::prefix("sidecar"),
+        super::one_line(line)
+    );
 }
 
 impl Drop for Listener {

@@ -503,7 +503,7 @@ pub(crate) fn one_line(text: &str) -> String {
 /// signal when a signal ended it). 1 when it cannot start.
 pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let mut fail = |problem: String| {
-        let _ = writeln!(err, "locality sidecar: {}", one_line(&problem));
+        let _ = writeln!(err, "{} {}", crate::prefix("sidecar"), one_line(&problem));
         1
     };
     let user = match process::haproxy_user(options.haproxy_user.as_deref()) {
@@ -541,9 +541,9 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
             Err(problem) => return fail(problem),
         };
         for note in warnings.iter().chain(&notes) {
-            let _ = writeln!(err, "locality sidecar: {}", one_line(note));
+            let _ = writeln!(err, "{} {}", crate::prefix("sidecar"), one_line(note));
         }
-        let _ = writeln!(err, "locality sidecar: {}", one_line(&layout.describe()));
+        let _ = writeln!(err, "{} {}", crate::prefix("sidecar"), one_line(&layout.describe()));
         let text = haproxy::render(&layout, &settings(options, ca_file, user, comments));
         return match out.write_all(text.as_bytes()) {
             Ok(()) => 0,
@@ -565,7 +565,7 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
         Err(problem) => return fail(problem),
     };
     let log = |line: String| {
-        let _ = writeln!(std::io::stderr(), "locality sidecar: {}", one_line(&line));
+        let _ = writeln!(std::io::stderr(), "{} {}", crate::prefix("sidecar"), one_line(&line));
     };
     let Some(program) = process::find_program(&options.haproxy) else {
         return fail(format!(
@@ -659,7 +659,7 @@ impl Supervisor {
             Err(e) => {
                 let _ = writeln!(
                     err,
-                    "locality sidecar: cannot run {} ({e}); install HAProxy (Debian and Ubuntu: apt-get install haproxy) or pass --haproxy PATH",
+                    "{} cannot run {} ({e}); install HAProxy (Debian and Ubuntu: apt-get install haproxy) or pass --haproxy PATH", crate::prefix("sidecar"),
                     program.display()
                 );
                 return 1;
@@ -699,7 +699,7 @@ impl Supervisor {
                             other => {
                                 let _ = writeln!(
                                     std::io::stderr(),
-                                    "locality sidecar: signal {other} ignored (SIGTERM or SIGINT stop the sidecar and HAProxy; SIGHUP re-reads the map)"
+                                    "{} signal {other} ignored (SIGTERM or SIGINT stop the sidecar and HAProxy; SIGHUP re-reads the map)", crate::prefix("sidecar")
                                 );
                             }
                         }
@@ -708,7 +708,7 @@ impl Supervisor {
                 Some(handle)
             }
             Err(e) => {
-                let _ = writeln!(err, "locality sidecar: signals cannot be handled ({e})");
+                let _ = writeln!(err, "{} signals cannot be handled ({e})", crate::prefix("sidecar"));
                 None
             }
         };
@@ -738,7 +738,7 @@ impl Supervisor {
                 }
             }
             Err(e) => {
-                let _ = writeln!(err, "locality sidecar: waiting for HAProxy failed: {e}");
+                let _ = writeln!(err, "{} waiting for HAProxy failed: {e}", crate::prefix("sidecar"));
                 1
             }
         }
@@ -752,7 +752,7 @@ impl Supervisor {
         let mut last_failure: Option<String> = None;
         let mut last_warnings: Vec<String> = Vec::new();
         let log = |line: String| {
-            let _ = writeln!(std::io::stderr(), "locality sidecar: {}", one_line(&line));
+            let _ = writeln!(std::io::stderr(), "{} {}", crate::prefix("sidecar"), one_line(&line));
         };
         while !stop.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(200));
