@@ -592,6 +592,25 @@ fn the_map_file_is_read_and_written_as_itself() {
     tf.write("huge.json", &"x".repeat(5 << 20));
     let out = import(&format!("file:{}", tf.path("huge.json").display()));
     assert!(out.contains("larger than 4194304 bytes"), "{out}");
+    // A kind that does not exist, and a file that is not there (issue 46): said as such, not
+    // taken as a file named `s3:foo`, not Terraform's "Cannot import non-existent remote object".
+    tf.ok(&["apply", "-auto-approve"]);
+    let out = import("s3:foo");
+    assert!(
+        out.contains("\"s3\" is not a place this resource publishes to")
+            && out.contains("file:<path>, ssm:<name>, secretsmanager:<secret>"),
+        "{out}"
+    );
+    tf.ok(&["apply", "-auto-approve"]);
+    let out = import("file:missing.json");
+    assert!(
+        out.contains(&format!(
+            "{}: there is no file there",
+            tf.path("missing.json").display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("non-existent remote object"), "{out}");
 
     // `..` in the path: refused at plan time.
     tf.write("main.tf", &config(TOPOLOGY, "out/../../replicas.json"));

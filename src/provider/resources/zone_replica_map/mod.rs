@@ -306,6 +306,25 @@ impl Resource<ProviderData> for ZoneReplicaMap {
     ) -> Option<ZoneReplicaMapModel> {
         let (kind, name) = match id.split_once(':') {
             Some((kind, name)) if KNOWN_KINDS.contains(&kind) => (kind, name),
+            // `s3:foo`, `https://…`: a kind this resource does not publish to is said as such,
+            // not taken as a file of that name. (A single letter is a Windows drive, `C:\x`.)
+            Some((scheme, _))
+                if scheme.len() > 1
+                    && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && scheme
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) =>
+            {
+                diags.error(
+                    "Invalid import ID",
+                    format!(
+                        "{scheme:?} is not a place this resource publishes to; the import IDs are file:<path>, \
+                         ssm:<name>, secretsmanager:<secret> and secretsmanager:<secret>#<key>, or a file path \
+                         (a file whose name has a colon: file:{id})."
+                    ),
+                );
+                return None;
+            }
             _ => ("file", id),
         };
         if name.is_empty() || name.chars().any(char::is_control) {
@@ -334,6 +353,29 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             "ssm" => Target::Ssm(name.into()),
             _ => Target::File(name.into()),
         };
+        // A file that is not there: named, with where a relative path is taken from (Terraform
+        // would only say "Cannot import non-existent remote object").
+        if let Target::File(path) = &target {
+            if let Err(e) = std::fs::symlink_metadata(path) {
+                let whole = std::env::current_dir()
+                    .map(|d| d.join(path))
+                    .unwrap_or_else(|_| path.clone());
+                let why = if e.kind() == std::io::ErrorKind::NotFound {
+                    "there is no file there".to_string()
+                } else {
+                    e.to_string()
+                };
+                diags.error(
+                    "Cannot import the replica map",
+                    format!(
+                        "{}: {why} (a relative path is taken from the directory terraform runs in). Import a file \
+                         that holds a published map, or declare the resource and apply to publish one.",
+                        whole.display()
+                    ),
+                );
+                return None;
+            }
+        }
         Some(ZoneReplicaMapModel::imported(&target))
     }
 }
@@ -682,6 +724,21 @@ mod tests {
             assert!(ZoneReplicaMap.import(&ctx, id, &mut diags).await.is_none(), "{id:?}");
             assert!(diags.has_errors());
         }
+        // Issue 46: a kind that does not exist, and a file that is not there, are said as such.
+        let mut diags = Diagnostics::default();
+        assert!(ZoneReplicaMap.import(&ctx, "s3:foo", &mut diags).await.is_none());
+        let said = format!("{diags:?}");
+        assert!(
+            said.contains("\\\"s3\\\" is not a place") && said.contains("file:<path>"),
+            "{said}"
+        );
+        let mut diags = Diagnostics::default();
+        assert!(ZoneReplicaMap
+            .import(&ctx, "file:missing.json", &mut diags)
+            .await
+            .is_none());
+        let said = format!("{diags:?}");
+        assert!(said.contains("missing.json: there is no file there"), "{said}");
         let mut diags = Diagnostics::default();
         let imported = ZoneReplicaMap.import(&ctx, "ssm:/prod/map", &mut diags).await.unwrap();
         assert_eq!(imported.id.get().map(String::as_str), Some("ssm:/prod/map"));
