@@ -1255,3 +1255,28 @@ fn a_truncated_map_is_said_as_such_by_each_binary_under_its_own_name() {
         eprintln!("{name}: {stderr}");
     }
 }
+
+/// One description of the cache directory: the guide's "Caching across processes" gives the
+/// order `locality resolve --help` gives (it once left out $RUNTIME_DIRECTORY and /run/locality,
+/// where root did write).
+#[test]
+fn the_guide_and_help_describe_the_cache_directory_alike() {
+    let words = |t: &str| t.replace('`', "").split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["resolve", "--help"])
+        .output()
+        .unwrap();
+    let help = words(&String::from_utf8_lossy(&help.stdout));
+    let at = help.find("--cache-dir <DIR>").expect("--cache-dir in --help");
+    let default = &help[at..];
+    let start = default.find("(default: ").unwrap();
+    let default = &default[start..start + default[start..].find(')').unwrap() + 1];
+    let guide = words(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"))
+            .unwrap(),
+    );
+    let section = &guide[guide.find("### Caching across processes").unwrap()..];
+    let section = &section[..section.find("## The map's format").unwrap()];
+    let inner = default.trim_start_matches('(').trim_end_matches(')');
+    assert!(section.contains(inner), "--help says {default:?}; the guide: {section}");
+}
