@@ -1272,8 +1272,10 @@ fn the_guide_and_help_describe_the_cache_directory_alike() {
     let start = default.find("(default: ").unwrap();
     let default = &default[start..start + default[start..].find(')').unwrap() + 1];
     let guide = words(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"))
-            .unwrap(),
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"),
+        )
+        .unwrap(),
     );
     let section = &guide[guide.find("### Caching across processes").unwrap()..];
     let section = &section[..section.find("## The map's format").unwrap()];

@@ -2284,7 +2284,8 @@ fn no_remote_text_reaches_the_configuration() {
 /// the same port beside the orphan); SIGTERM and SIGINT stop both within 2 s. An HAProxy left
 /// in the run directory (as on a platform without the parent-death signal) is stopped by the
 /// next sidecar before it starts its own. A second sidecar on the same run directory is refused;
-/// one on the same port cannot bind it (`noreuseport`), and the first keeps every read.
+/// one on the same port is told the port is in use (and HAProxy could not bind it either:
+/// `noreuseport`), and the first keeps every read.
 #[test]
 fn haproxy_never_outlives_the_sidecar_and_one_sidecar_owns_a_port() {
     let group = Group::start();
@@ -2356,7 +2357,12 @@ fn haproxy_never_outlives_the_sidecar_and_one_sidecar_owns_a_port() {
     );
     let status = wait_timeout(&mut third, Duration::from_secs(10)).expect("the second listener fails");
     assert_ne!(status.code(), Some(0), "{}", said.lock().unwrap());
-    assert!(said.lock().unwrap().contains("annot bind"), "{}", said.lock().unwrap());
+    // (Said by the sidecar itself, before HAProxy would say "cannot bind socket".)
+    assert!(
+        said.lock().unwrap().contains(&format!("127.0.0.1:{port} is in use")),
+        "{}",
+        said.lock().unwrap()
+    );
     let before = group.a1.gets();
     assert_eq!(
         (0..20)
@@ -4091,5 +4097,113 @@ fn glide_cluster_mode_from_resolve_reads_every_shard_in_the_zone() {
     for mut child in children {
         let _ = child.kill();
         let _ = child.wait();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The second day, as a new user met it (issue 46): a taken port, and usage errors.
+// ---------------------------------------------------------------------------------------------
+
+/// A port another process holds: the sidecar never claims to listen, exits 1, and its last line
+/// is its own, naming the address and saying it is in use (it printed "listening on …" and then
+/// HAProxy's [ALERT]).
+#[test]
+fn a_taken_port_is_said_by_the_sidecar_and_never_claimed() {
+    let group = Group::start();
+    let maps = tempfile::tempdir().unwrap();
+    let map = maps.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["sidecar", "--map"])
+        .arg(&map)
+        .args([
+            "--zone",
+            ZONE_A,
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--stats",
+            "off",
+            "--metrics",
+            "off",
+        ])
+        .arg("--run-dir")
+        .arg(maps.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("listening on"), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("locality sidecar: ") && last.contains(&format!("127.0.0.1:{port} is in use")),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    drop(taken);
+}
+
+/// Usage errors exit 2 with an example; host names and a port alone are listeners; --interval
+/// takes the duration syntax --timeout takes.
+#[test]
+fn sidecar_usage_errors_exit_2_with_an_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(
+        &map,
+        r#"{"version":1,"fallback":"127.0.0.1:7000","zones":{"ap-northeast-1a":"127.0.0.1:7001"}}"#,
+    )
+    .unwrap();
+    let sidecar = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+            .args(["sidecar", "--print-config", "--zone", ZONE_A, "--map"])
+            .arg(&map)
+            .arg("--run-dir")
+            .arg(dir.path().join("run"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    // Accepted: a host name, a port alone, and durations.
+    for (args, bind) in [
+        (vec!["--listen", "localhost:16379"], "bind 127.0.0.1:16379"),
+        (vec!["--listen", "6379"], "bind 127.0.0.1:6379"),
+        (
+            vec!["--interval", "1m", "--listen", "127.0.0.1:16380"],
+            "bind 127.0.0.1:16380",
+        ),
+        (vec!["--interval", "90"], "bind 127.0.0.1:6379"),
+    ] {
+        let (code, config, stderr) = sidecar(&args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(config.contains(bind), "{args:?}: {config}");
+    }
+    // Refused: exit 2, the value named, an example given.
+    for (args, said) in [
+        (
+            vec!["--listen", "nowhere:x"],
+            "e.g. 127.0.0.1:6379, localhost:6379 or 6379",
+        ),
+        (vec!["--listen", "70000"], "is not a port (1 to 65535)"),
+        (
+            vec!["--interval", "0"],
+            "is no interval: give 1 second or more; e.g. --interval 60, 90s or 1m",
+        ),
+        (vec!["--interval", "1.5s"], "e.g. --interval 60, 90s or 1m"),
+        (vec!["--interval", "2d"], "is longer than a day"),
+        (vec!["--timeout", "soon"], "(e.g. 1s, 300ms)"),
+        (vec!["--haproxy-user", "root"], "e.g. nobody or 65534:65534"),
+    ] {
+        let (code, _, stderr) = sidecar(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(!stderr.contains("18446744073709551615"), "{args:?}: {stderr}");
     }
 }

@@ -43,8 +43,8 @@ impl AppCommand {
 /// The flags of `health`.
 #[derive(clap::Args)]
 pub struct HealthArgs {
-    /// The sidecar's listener.
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:6379")]
+    /// The sidecar's listener: ADDR:PORT, HOST:PORT or a port alone for 127.0.0.1.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:6379", value_parser = parse_listen)]
     listen: std::net::SocketAddr,
     /// How long the PING may take, e.g. 1s.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
@@ -153,11 +153,13 @@ enum ReadFromArg {
 pub struct SidecarArgs {
     #[command(flatten)]
     map: MapArgs,
-    /// The local listener applications connect to.
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:6379")]
+    /// The local listener applications connect to: ADDR:PORT or HOST:PORT (127.0.0.1:6379,
+    /// localhost:6379), or a port alone for 127.0.0.1.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:6379", value_parser = parse_listen)]
     listen: std::net::SocketAddr,
-    /// How often the map is re-read (seconds); SIGHUP re-reads it at once.
-    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// How often the map is re-read, in whole seconds: 60, 90s, 1m (the same syntax as
+    /// --timeout); SIGHUP re-reads it at once.
+    #[arg(long, default_value = "60", value_name = "DURATION", value_parser = parse_interval)]
     interval: u64,
     /// The HAProxy binary (2.6 or later).
     #[arg(long, value_name = "PATH", default_value = "haproxy")]
@@ -186,6 +188,56 @@ pub struct SidecarArgs {
     /// Print the HAProxy configuration and exit (for those who run HAProxy themselves).
     #[arg(long)]
     print_config: bool,
+}
+
+/// `--listen`: ADDR:PORT, HOST:PORT (resolved here, IPv4 first), or a port alone for 127.0.0.1.
+fn parse_listen(value: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs as _;
+    let example = "e.g. 127.0.0.1:6379, localhost:6379 or 6379";
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return match value.parse::<u16>() {
+            Ok(port) if port > 0 => Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+            _ => Err(format!("{value:?} is not a port (1 to 65535); {example}")),
+        };
+    }
+    if let Ok(addr) = value.parse() {
+        return Ok(addr);
+    }
+    let Some((host, port)) = value.rsplit_once(':').filter(|(h, p)| !h.is_empty() && !p.is_empty()) else {
+        return Err(format!("{value:?} is not ADDR:PORT or HOST:PORT; {example}"));
+    };
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("{value:?}: {port:?} is not a port (1 to 65535); {example}"))?;
+    let addresses: Vec<std::net::SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{value:?}: {host:?} does not resolve ({e}); {example}"))?
+        .collect();
+    addresses
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addresses.first())
+        .copied()
+        .ok_or_else(|| format!("{value:?}: {host:?} has no address; {example}"))
+}
+
+/// `--interval`: whole seconds, as a number (60) or a duration (90s, 1m), from 1 s to 1 day.
+fn parse_interval(value: &str) -> Result<u64, String> {
+    let example = "e.g. --interval 60, 90s or 1m";
+    let duration = match value.parse::<u64>() {
+        Ok(seconds) => std::time::Duration::from_secs(seconds),
+        Err(_) => humantime::parse_duration(value).map_err(|e| format!("{value:?}: {e}; {example}"))?,
+    };
+    if duration.subsec_nanos() != 0 {
+        return Err(format!("{value:?} is not a whole number of seconds; {example}"));
+    }
+    match duration.as_secs() {
+        0 => Err(format!("{value:?} is no interval: give 1 second or more; {example}")),
+        s if s > 86_400 => Err(format!("{value:?} is longer than a day; {example}")),
+        s => Ok(s),
+    }
 }
 
 /// `--stats` and `--metrics`: an address or off.

@@ -40,7 +40,7 @@ pub fn haproxy_user(spec: Option<&str>) -> Result<Option<HaproxyUser>, String> {
         return match spec {
             None => Ok(None),
             Some(spec) => Err(format!(
-                "--haproxy-user {spec}: only a sidecar running as root can start HAProxy as another user (this one runs as uid {}, and so does HAProxy)",
+                "--haproxy-user {spec}: only a sidecar running as root can start HAProxy as another user (this one runs as uid {}, and so does HAProxy); leave the flag out, or run the sidecar as root with e.g. --haproxy-user nobody or 65534:65534",
                 crate::trusted::euid()
             )),
         };
