@@ -774,3 +774,50 @@ fn output_is_written_without_following_a_planted_temporary_name() {
         "{names:?}"
     );
 }
+
+/// A JSON spec is JSON (issue 46): missing commas (`"project": "winticket-prod"` directly
+/// followed by `"region"`) and trailing commas generated six resources with exit 0, where every
+/// JSON parser refuses them. Now `locality gen` refuses them at their place, exit 2, and its hints
+/// for a JSON spec are in JSON syntax.
+#[test]
+fn json_specs_are_read_as_json_with_hints_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(fixtures().join("json-spec/spec.json")).unwrap();
+    let missing_comma = good.replacen("\",\n", "\"\n", 1);
+    assert_ne!(missing_comma, good);
+    let trailing_comma = good.replacen("100\n", "100,\n", 1);
+    assert_ne!(trailing_comma, good);
+    for (name, text) in [
+        ("missing-comma.json", &missing_comma),
+        ("trailing-comma.json", &trailing_comma),
+    ] {
+        // Every JSON parser refuses it: serde_json does.
+        assert!(serde_json::from_str::<serde_json::Value>(text).is_err(), "{name}");
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let out = locality(&["gen", name], dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert!(out.stdout.is_empty(), "{name}: nothing generated");
+        assert!(
+            stderr.contains(&format!("error: {name}:")) && stderr.contains("syntax error"),
+            "{stderr}"
+        );
+        eprintln!("{stderr}");
+    }
+    // A JSON spec's hints are JSON; an HCL spec's stay HCL.
+    let no_service = serde_json::json!({"service": {"web": {"project": "winticket-prod",
+        "region": {"tokyo": {"location": "asia-northeast1"}, "osaka": {"location": "asia-northeast2", "cloud_run": "web"}}}}});
+    std::fs::write(dir.path().join("spec.json"), no_service.to_string()).unwrap();
+    let out = locality(&["gen", "spec.json"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("add `\"cloud_run\": \"SERVICE\"`"), "{stderr}");
+    assert!(!stderr.contains("cloud_run = "), "{stderr}");
+    std::fs::write(
+        dir.path().join("spec.hcl"),
+        "service \"web\" {\n  project = \"winticket-prod\"\n  region \"tokyo\" {\n    location = \"asia-northeast1\"\n  }\n}\n",
+    )
+    .unwrap();
+    let out = locality(&["gen", "spec.hcl"], dir.path());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add `cloud_run = \"SERVICE\"`"));
+}

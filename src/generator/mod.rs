@@ -48,10 +48,67 @@ pub fn parse(source: &SourceFile<'_>) -> (Option<Spec>, Vec<SpecDiagnostic>) {
     } else {
         tree::from_hcl(source.text).map_err(|e| vec![e])
     };
-    match tree {
+    let json = is_json_spec(source.name, source.text);
+    let (spec, mut diagnostics) = match tree {
         Ok(root) => spec::lower(&root),
         Err(diagnostics) => (None, diagnostics),
+    };
+    if json {
+        // Hints in the spec's own syntax: `"cloud_run": "SERVICE"`, not `cloud_run = "SERVICE"`.
+        for d in &mut diagnostics {
+            if let Some(help) = &d.help {
+                d.help = Some(json_hint(help));
+            }
+        }
     }
+    (spec, diagnostics)
+}
+
+/// A hint's HCL snippets (in backticks) in JSON syntax: `name = value` becomes
+/// `"name": value`, and `block "LABEL" { a = x, b = y }` becomes
+/// `"block": {"LABEL": {"a": x, "b": y}}`; other text is kept.
+pub fn json_hint(help: &str) -> String {
+    let mut out = String::new();
+    for (n, part) in help.split('`').enumerate() {
+        if n > 0 {
+            out.push('`');
+        }
+        out.push_str(&if n % 2 == 1 {
+            json_snippet(part)
+        } else {
+            part.to_string()
+        });
+    }
+    out
+}
+
+/// One HCL snippet in JSON syntax (see [`json_hint`]); unchanged when it is neither shape.
+fn json_snippet(snippet: &str) -> String {
+    let attribute = |text: &str| -> Option<String> {
+        let (name, value) = text.split_once(" = ")?;
+        let name = name.trim();
+        (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .then(|| format!("\"{name}\": {}", value.trim()))
+    };
+    // `block "LABEL" { a = x, b = y }` (or `{ ... }`).
+    if let Some((head, rest)) = snippet.split_once(" {") {
+        if let Some((block, label)) = head.split_once(' ') {
+            if block.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && label.starts_with('"') {
+                let inner = rest.trim().trim_end_matches('}').trim();
+                let inner = if inner == "..." {
+                    "...".to_string()
+                } else {
+                    inner
+                        .split(", ")
+                        .map(|a| attribute(a).unwrap_or_else(|| a.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return format!("\"{block}\": {{{label}: {{{inner}}}}}");
+            }
+        }
+    }
+    attribute(snippet).unwrap_or_else(|| snippet.to_string())
 }
 
 /// Generates the output for a spec.

@@ -495,7 +495,7 @@ fn lower_active(
                     describe(&value.value)
                 ),
             )
-            .help(format!("e.g. active = [\"{}\"]", names.first().unwrap_or(&"tokyo"))),
+            .help(format!("e.g. `active = [\"{}\"]`", names.first().unwrap_or(&"tokyo"))),
         );
         return None;
     };

@@ -146,10 +146,19 @@ fn hcl_literal(expr: &hcl_edit::expr::Expression) -> Spanned<Literal> {
 /// A syntax error, or a block written with the wrong JSON shape.
 pub fn from_json(text: &str, shape: BlockShape) -> Result<Node, Vec<SpecDiagnostic>> {
     use jsonc_parser::ast::Value as J;
+    // JSON as every JSON parser reads it: jsonc-parser's leniencies (missing or trailing
+    // commas, comments, single quotes, JSON5 numbers) all off.
     let options = jsonc_parser::ParseOptions {
         allow_comments: false,
         allow_loose_object_property_names: false,
-        ..Default::default()
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
     };
     let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).map_err(|e| {
         let r = e.range();
