@@ -183,9 +183,12 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
                 .map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?;
             Subnets::from_json(&text).map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?
         }
-        None => runtime
-            .block_on(topology::describe_subnets(config.as_ref().expect("loaded above")))
-            .map_err(Failure::Error)?,
+        None => match &config {
+            Some(config) => runtime
+                .block_on(topology::describe_subnets(config))
+                .map_err(Failure::Error)?,
+            None => return Err(Failure::Error("no AWS configuration for DescribeSubnets".into())),
+        },
     };
     if subnets.all().is_empty() {
         let _ = writeln!(
@@ -214,9 +217,16 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     for (location, given) in locations.iter().zip(&args.flow_logs) {
         let found = match location {
             Location::Path(path) => read::local_inputs(path).map_err(Failure::Error)?,
-            Location::S3 { bucket, prefix } => runtime
-                .block_on(read::s3_inputs(s3.as_ref().expect("loaded for S3"), bucket, prefix))
-                .map_err(Failure::Error)?,
+            Location::S3 { bucket, prefix } => match &s3 {
+                Some(client) => runtime
+                    .block_on(read::s3_inputs(client, bucket, prefix))
+                    .map_err(Failure::Error)?,
+                None => {
+                    return Err(Failure::Error(format!(
+                        "--flow-logs {given}: no AWS configuration for S3"
+                    )))
+                }
+            },
         };
         if found.is_empty() {
             return Err(Failure::Error(format!(

@@ -279,15 +279,16 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
                 layout.insert(reading.fields.clone())
             }
         };
-        tally.records += 1;
         match flow_log::parse(text, current) {
-            Ok(Record::Flow(flow)) => tally.add(&flow, node_of),
-            Ok(Record::NoData) => tally.no_data += 1,
-            Ok(Record::Rejected) => tally.rejected += 1,
-            Err(bad) => {
-                tally.records -= 1;
-                tally.skip(&name, number, bad.0);
+            Ok(record) => {
+                tally.records += 1;
+                match record {
+                    Record::Flow(flow) => tally.add(&flow, node_of),
+                    Record::NoData => tally.no_data += 1,
+                    Record::Rejected => tally.rejected += 1,
+                }
             }
+            Err(bad) => tally.skip(&name, number, bad.0),
         }
     }
     Ok(())
