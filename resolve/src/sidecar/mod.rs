@@ -609,8 +609,8 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     for note in warnings.iter().chain(&notes).chain(&ca_notes) {
         log(note.clone());
     }
-    // A port taken by another process is said now, in the sidecar's own words (HAProxy would
-    // say it in an [ALERT] and exit). The claim to listen waits until HAProxy has bound.
+    // A port taken by another process is said now, in the sidecar's own words, before any claim
+    // to listen (HAProxy would say it in an [ALERT] and exit).
     if !print_config {
         if let Err(e) = std::net::TcpListener::bind(options.listen) {
             return fail(if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -627,14 +627,13 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
             });
         }
     }
-    let listening = format!("listening on {}; {}", options.listen, layout.describe());
+    log(format!("listening on {}; {}", options.listen, layout.describe()));
     let settings = settings(options, ca_file, user, comments);
     if let Err(e) = dir.write(haproxy::CONFIG, haproxy::render(&layout, &settings).as_bytes()) {
         return fail(format!("{}: {e}", dir.path().join(haproxy::CONFIG).display()));
     }
     let supervisor = Supervisor {
         options: options.clone(),
-        listening,
         program,
         zone,
         zone_failure,
@@ -652,8 +651,6 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
 /// HAProxy under the sidecar: started, signalled, followed.
 struct Supervisor {
     options: SidecarOptions,
-    /// Said once HAProxy accepts on the listener: where, and where reads go.
-    listening: String,
     /// The HAProxy binary, as found at start.
     program: PathBuf,
     zone: Option<Zone>,
@@ -691,8 +688,6 @@ impl Supervisor {
             }
         };
         let pid = child.id();
-        let listen = self.options.listen;
-        let listening_line = self.listening.clone();
         let reread = Arc::new(AtomicBool::new(false));
         // A stop asked for (TERM, INT, QUIT): HAProxy ending then is a clean stop, exit 0.
         let asked_to_stop = Arc::new(AtomicBool::new(false));
@@ -744,40 +739,13 @@ impl Supervisor {
             let reread = Arc::clone(&reread);
             std::thread::spawn(move || self.follow(layout, pid, &stop, &reread))
         };
-        // "listening" once HAProxy accepts on the listener, not before.
-        let listened = Arc::new(AtomicBool::new(false));
-        let announcer = {
-            let (stop, listened, line) = (Arc::clone(&stop), Arc::clone(&listened), listening_line);
-            std::thread::spawn(move || {
-                let started = Instant::now();
-                while !stop.load(Ordering::SeqCst) && started.elapsed() < Duration::from_secs(30) {
-                    if std::net::TcpStream::connect_timeout(&listen, Duration::from_millis(200)).is_ok() {
-                        listened.store(true, Ordering::SeqCst);
-                        let _ = writeln!(std::io::stderr(), "{} {}", crate::prefix("sidecar"), one_line(&line));
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            })
-        };
         let status = child.wait();
         stop.store(true, Ordering::SeqCst);
         if let Some(handle) = handle {
             handle.close();
         }
         let _ = follower.join();
-        let _ = announcer.join();
         let asked = asked_to_stop.load(Ordering::SeqCst);
-        if !listened.load(Ordering::SeqCst) && !asked {
-            // HAProxy ended before it listened: the last line is the sidecar's own.
-            let _ = writeln!(
-                err,
-                "{} HAProxy exited before it listened on {} ({}); its messages are above",
-                crate::prefix("sidecar"),
-                listen,
-                status.as_ref().map_or_else(|e| e.to_string(), |s| s.to_string())
-            );
-        }
         match status {
             Ok(status) => {
                 use std::os::unix::process::ExitStatusExt;
