@@ -158,7 +158,9 @@ async fn discovery_to_secrets_manager_shows_topology_changes_as_plan_diffs() {
     .await;
     assert_eq!(secret_value(&moto).await.as_deref(), Some(second.as_str()));
 
-    // Import: the first plan only sets the topology source from configuration.
+    // Import: the document names no replication group, so the first plan sets
+    // `replication_group_id` from configuration and drops the `member` blocks that the import
+    // read back from the document's nodes; the apply writes nothing.
     let t = tf.clone();
     blocking(move || {
         t.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
@@ -170,6 +172,7 @@ async fn discovery_to_secrets_manager_shows_topology_changes_as_plan_diffs() {
         let (code, plan) = t.plan_exit_code();
         assert_eq!(code, 2);
         assert!(plan.contains("+ replication_group_id = \"sessions\""), "{plan}");
+        assert!(plan.contains("- member {"), "{plan}");
         assert!(
             !plan.contains("document") && !plan.contains("endpoints"),
             "nothing else changes:\n{plan}"

@@ -173,8 +173,10 @@ fn mark_computed_unknown(block: &Block, planned: &mut Value, config: &Value, pri
     for_each_nested(block, planned, config, prior, &mut mark_computed_unknown);
 }
 
-/// Visits the objects of single, group and list blocks with their config and prior element
-/// (list elements are matched by index, as Terraform does).
+/// Visits the objects of single, group, list and set blocks with their config and prior element
+/// (list elements are matched by index, as Terraform does). A set's elements have no index to
+/// match by: each planned element (Terraform's proposal, which starts from the configuration's
+/// element) stands for its own configuration, and has no prior element.
 fn for_each_nested(
     block: &Block,
     planned: &mut Value,
@@ -194,6 +196,12 @@ fn for_each_nested(
                     let c = config_v.elements().get(i).cloned().unwrap_or_default();
                     let p = prior_v.elements().get(i).cloned().unwrap_or_default();
                     visit(&nested.block, item, &c, &p);
+                }
+            }
+            (Nesting::Set, Value::Set(items)) => {
+                for item in items.iter_mut() {
+                    let own = item.clone();
+                    visit(&nested.block, item, &own, &Value::Null);
                 }
             }
             _ => {}

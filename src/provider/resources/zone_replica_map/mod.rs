@@ -27,7 +27,7 @@ pub use schema::{identity_schema, schema};
 pub use target::{PublishError, Published, Target};
 pub use validate::is_zone_name;
 
-use self::model::{blocks, known_strings, strings};
+use self::model::{blocks, known_strings, set_blocks, strings};
 use self::target::{WriteOptions, KNOWN_KINDS};
 use crate::provider::aws::AwsError;
 use crate::provider::resources::region_hint::required_identity;
@@ -190,6 +190,14 @@ impl Resource<ProviderData> for ZoneReplicaMap {
             return None;
         };
         let published = parse_document(&text);
+        // An imported state knows only its target: the topology (and the settings the document
+        // shows) are read back from the document, so that importing what this configuration
+        // published plans no change.
+        if state.replication_group_id.is_null() && set_blocks(&state.member).is_empty() {
+            if let Some(found) = replica_map::reconstruct(&text) {
+                state.set_reconstructed(&found);
+            }
+        }
         state.id = target.id().into();
         state.set_endpoints(&published.endpoints);
         state.set_endpoints_by_zone_id(published.zone_ids.as_ref());
@@ -582,7 +590,7 @@ async fn topology(
             if planned.member.is_unknown() {
                 return None; // a `dynamic` block fed by another resource
             }
-            let members = blocks(&planned.member)
+            let members = set_blocks(&planned.member)
                 .iter()
                 .map(|m| {
                     Some(Member {

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::replica_map::{self, Role};
 use super::target::Target;
 use crate::provider::aws::ParameterKind;
 use crate::provider::timeouts::TimeoutsModel;
@@ -90,8 +91,8 @@ crate::model! {
         pub document: Field<String>,
         /// The published version.
         pub version: Field<String>,
-        /// The members, instead of discovery.
-        pub member: Field<Vec<MemberModel>>,
+        /// The members, instead of discovery (a set: their order carries no meaning).
+        pub member: Field<Set<MemberModel>>,
         /// Publish to a file.
         pub file: Field<Vec<FileModel>>,
         /// Publish to a Secrets Manager secret.
@@ -111,6 +112,11 @@ crate::model! {
 /// another resource, has none yet).
 pub(super) fn blocks<T>(field: &Field<Vec<T>>) -> &[T] {
     field.get().map_or(&[], Vec::as_slice)
+}
+
+/// The elements of a set block that is known (none while it is unknown).
+pub(super) fn set_blocks<T>(field: &Field<Set<T>>) -> &[T] {
+    field.get().map_or(&[], |set| set.0.as_slice())
 }
 
 /// A map of strings, all known (empty when null; `None` while the map or a value is unknown).
@@ -189,7 +195,7 @@ impl ZoneReplicaMapModel {
     pub fn imported(target: &Target) -> Self {
         let mut model = ZoneReplicaMapModel {
             id: target.id().into(),
-            member: Field::Known(Vec::new()),
+            member: Field::Known(Set::default()),
             ..Default::default()
         };
         match target {
@@ -239,6 +245,41 @@ impl ZoneReplicaMapModel {
         self.set_replicas(replicas);
         self.uncovered_zones = Field::known_list(uncovered.iter().cloned());
         self.document = document.into();
+    }
+
+    /// Sets what an imported state learns from its document (see
+    /// [`replica_map::reconstruct`]): the `member` blocks and the uncovered zones always, and
+    /// the settings the document shows (`read_from_primary`, `spread_replicas`, `zone_ids`) when
+    /// they reproduce it byte for byte. A setting at its default stays null, as a configuration
+    /// that leaves it out has it.
+    pub(super) fn set_reconstructed(&mut self, found: &replica_map::Reconstructed) {
+        let topology = &found.topology;
+        self.member = Field::Known(Set(topology
+            .members
+            .iter()
+            .map(|m| MemberModel {
+                endpoint: m.endpoint.as_str().into(),
+                zone: m.zone.as_str().into(),
+                role: match m.role {
+                    Role::Primary => "primary",
+                    Role::Replica => "replica",
+                }
+                .into(),
+                shard: m.shard.clone().into(),
+            })
+            .collect()));
+        self.uncovered_zones = Field::known_list(found.map.uncovered_zones.iter().cloned());
+        if found.exact {
+            if topology.read_from_primary {
+                self.read_from_primary = Field::Known(true);
+            }
+            if topology.spread_replicas {
+                self.spread_replicas = Field::Known(true);
+            }
+            if let Some(ids) = &topology.zone_ids {
+                self.zone_ids = Field::known_map(ids.clone());
+            }
+        }
     }
 
     /// Sets the endpoints by AZ ID (null when the map has none).

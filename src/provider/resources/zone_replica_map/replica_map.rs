@@ -341,6 +341,74 @@ pub fn parse_document(text: &str) -> Published {
     }
 }
 
+/// What an import learns from a published document about the configuration that published
+/// it: the topology read back from its `nodes`, and whether that topology gives the same bytes.
+#[derive(Debug, Clone)]
+pub(super) struct Reconstructed {
+    /// The members, fallback, configuration endpoint and settings the document shows.
+    pub(super) topology: Topology,
+    /// The map that topology gives (its `uncovered_zones` are what the state records).
+    pub(super) map: ReplicaMap,
+    /// Whether the map's document is the published text, byte for byte.
+    pub(super) exact: bool,
+}
+
+/// Reads the topology back from a published document: every node of `nodes` (`endpoint`,
+/// `zone`, `role`, and `shard` and `zone_id` when present), the fallback and the configuration
+/// endpoint; `spread_replicas` when the document has `replicas`, `zone_ids` from the nodes'
+/// `zone_id`s when it has `zone_ids`, and `read_from_primary` when only that reproduces the
+/// document. `None` for a document without a fallback or with a node missing a part (older
+/// documents had no `nodes`). Settings the document cannot show (`zones` naming an AZ without a
+/// node, `zone_ids` of AZs without one) are not guessed: `exact` is then false.
+pub(super) fn reconstruct(text: &str) -> Option<Reconstructed> {
+    let doc: serde_json::Value = serde_json::from_str(text).ok()?;
+    let text_of = |value: &serde_json::Value, field: &str| value.get(field).and_then(|v| v.as_str()).map(String::from);
+    let fallback = text_of(&doc, "fallback")?;
+    let configuration_endpoint = text_of(&doc, "configuration_endpoint");
+    let mut members = Vec::new();
+    let mut node_zone_ids = BTreeMap::new();
+    for node in doc.get("nodes")?.as_array()? {
+        let role = match node.get("role")?.as_str()? {
+            "primary" => Role::Primary,
+            "replica" => Role::Replica,
+            _ => return None,
+        };
+        let zone = text_of(node, "zone")?;
+        if let Some(id) = text_of(node, "zone_id") {
+            node_zone_ids.insert(zone.clone(), id);
+        }
+        members.push(Member {
+            endpoint: text_of(node, "endpoint")?,
+            zone,
+            role,
+            shard: text_of(node, "shard"),
+        });
+    }
+    let mut topology = Topology {
+        members,
+        fallback,
+        zones: None,
+        read_from_primary: false,
+        zone_ids: doc.get("zone_ids").map(|_| node_zone_ids),
+        spread_replicas: doc.get("replicas").is_some(),
+        configuration_endpoint,
+    };
+    let mut map = topology.replica_map();
+    if map.document() != text {
+        let from_primary = Topology {
+            read_from_primary: true,
+            ..topology.clone()
+        };
+        let other = from_primary.replica_map();
+        if other.document() == text {
+            topology = from_primary;
+            map = other;
+        }
+    }
+    let exact = map.document() == text;
+    Some(Reconstructed { topology, map, exact })
+}
+
 /// SHA-256 of the published bytes, hex.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -488,5 +556,57 @@ mod tests {
         assert_eq!(p.endpoints, map.endpoints);
         assert_eq!(parse_document("not json"), Published::default());
         assert_eq!(parse_document(r#"{"zones":{"a":1,"b":"x:1"}}"#).endpoints.len(), 1);
+    }
+
+    /// An import reads back the topology and the settings that published a document, byte for
+    /// byte: plain, with `zone_ids` and `replicas`, with `read_from_primary`, and in cluster mode.
+    #[test]
+    fn a_document_gives_back_the_topology_that_published_it() {
+        let sorted = |t: &Topology| t.sorted_nodes();
+        let plain = topology();
+        let mut spread = topology();
+        spread.spread_replicas = true;
+        spread.zone_ids = Some(BTreeMap::from([
+            ("ap-northeast-1a".to_string(), "apne1-az4".to_string()),
+            ("ap-northeast-1c".to_string(), "apne1-az1".to_string()),
+        ]));
+        let mut from_primary = topology();
+        from_primary.read_from_primary = true;
+        let mut cluster = topology();
+        cluster.configuration_endpoint = Some("clustercfg.g.x:6379".into());
+        cluster.fallback = "clustercfg.g.x:6379".into();
+        for (n, m) in cluster.members.iter_mut().enumerate() {
+            m.shard = Some(format!("000{}", n % 2 + 1));
+        }
+        for t in [plain, spread, from_primary, cluster] {
+            let text = t.replica_map().document();
+            let found = reconstruct(&text).expect("a document with nodes");
+            assert!(found.exact, "{text}");
+            assert_eq!(found.topology.members, sorted(&t), "{text}");
+            assert_eq!(found.topology.read_from_primary, t.read_from_primary, "{text}");
+            assert_eq!(found.topology.spread_replicas, t.spread_replicas, "{text}");
+            assert_eq!(found.topology.zone_ids, t.zone_ids, "{text}");
+            assert_eq!(
+                found.topology.configuration_endpoint, t.configuration_endpoint,
+                "{text}"
+            );
+            assert_eq!(found.map.uncovered_zones, t.replica_map().uncovered_zones, "{text}");
+        }
+        // A hand-edited entry: the members are still read, but the settings are not trusted.
+        let edited = topology().replica_map().document().replace(
+            r#""ap-northeast-1c":"node-002.example:6379""#,
+            r#""ap-northeast-1c":"rogue:6379""#,
+        );
+        let found = reconstruct(&edited).unwrap();
+        assert!(!found.exact);
+        assert_eq!(found.topology.members.len(), 3);
+        // No nodes (an older document), a node without a zone, or no fallback: nothing to read.
+        assert!(reconstruct(r#"{"version":1,"fallback":"r:1","zones":{}}"#).is_none());
+        assert!(reconstruct(
+            r#"{"version":1,"fallback":"r:1","zones":{},"nodes":[{"endpoint":"a:1","role":"replica"}]}"#
+        )
+        .is_none());
+        assert!(reconstruct(r#"{"version":1,"zones":{},"nodes":[]}"#).is_none());
+        assert!(reconstruct("not json").is_none());
     }
 }

@@ -117,8 +117,13 @@ pub fn schema() -> Schema {
         ))
         .block(NestedBlock::new(
             "member",
-            Nesting::List,
-            Block::new("One node of the replication group (instead of `replication_group_id`).")
+            Nesting::Set,
+            Block::new(
+                "One node of the replication group (instead of `replication_group_id`). The blocks form a set: \
+                 their order carries no meaning, as the document lists its `nodes` sorted. An import reads them \
+                 back from the published document's `nodes`, so importing a map that this configuration \
+                 published plans no change.",
+            )
                 .attribute(Attribute::string("endpoint").required().description(
                     "The node's read endpoint as `host:port` (IPv6 hosts in brackets: `[2001:db8::1]:6379`).",
                 ))

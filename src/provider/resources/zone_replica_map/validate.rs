@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use locality_resolve::zone::check_endpoint;
 use regex_lite::Regex;
 
-use super::model::{blocks, ZoneReplicaMapModel};
+use super::model::{blocks, set_blocks, ZoneReplicaMapModel};
 use crate::provider::aws::{tag_problem, MAX_TAGS};
 use crate::tfplugin::{AttributePath, Diagnostics, Field};
 
@@ -41,7 +41,7 @@ fn validate_tags(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
 
 /// Checks one configuration.
 pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
-    let members = blocks(&config.member);
+    let members = set_blocks(&config.member);
     let group = &config.replication_group_id;
     if !group.is_null() && !members.is_empty() {
         diags.attribute_error(
@@ -91,41 +91,59 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
             }
         }
     }
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    let mut primary: Option<usize> = None;
-    for (i, member) in members.iter().enumerate() {
-        let at = |attr: &str| AttributePath::root("member").index(i).attr(attr);
-        if let Some(endpoint) = member.endpoint.get() {
+    // `member` blocks form a set: Terraform sends them in no order of the configuration's, so
+    // a problem is said at `member` and names the node by its endpoint, not by a position.
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    let mut primaries: HashMap<Option<&str>, &str> = HashMap::new();
+    let at = || AttributePath::root("member");
+    for member in members {
+        let endpoint = member.endpoint.get().map(String::as_str);
+        let named = endpoint.map_or_else(|| "a member".to_string(), |e| format!("member {e:?}"));
+        if let Some(endpoint) = endpoint {
+            let zone = member.zone.get().map_or("(unknown)", String::as_str);
             if let Err(problem) = check_endpoint(endpoint) {
-                diags.attribute_error(at("endpoint"), "Invalid endpoint", problem);
-            } else if let Some(first) = seen.insert(endpoint, i) {
+                // (The problem names the endpoint.)
+                diags.attribute_error(at(), "Invalid endpoint", problem);
+            } else if let Some(first_zone) = seen.insert(endpoint, zone) {
                 diags.attribute_error(
-                    at("endpoint"),
+                    at(),
                     "Duplicate member",
-                    format!("{endpoint:?} is already member[{first}]; each node may appear once."),
+                    format!(
+                        "{endpoint:?} is in two member blocks (zones {first_zone:?} and {zone:?}); each node may appear once."
+                    ),
                 );
             }
         }
         if let Some(zone) = member.zone.get() {
             if !is_zone_name(zone) {
-                diags.attribute_error(at("zone"), "Invalid availability zone", zone_problem(zone));
+                diags.attribute_error(
+                    at(),
+                    "Invalid availability zone",
+                    format!("{named}: {}", zone_problem(zone)),
+                );
             }
         }
         match member.role.get().map(String::as_str) {
             Some("replica") | None => {}
             Some("primary") => {
-                if let Some(first) = primary.replace(i) {
+                // One primary per replication group, or per shard in cluster mode.
+                let shard = member.shard.get().map(String::as_str);
+                if let Some(first) = primaries.insert(shard, endpoint.unwrap_or("?")) {
+                    let scope = shard.map_or_else(
+                        || "a replication group has one primary".to_string(),
+                        |s| format!("shard {s:?} has one primary"),
+                    );
                     diags.attribute_error(
-                        at("role"),
+                        at(),
                         "More than one primary",
-                        format!("member[{first}] is already the primary; a replication group has one primary."),
+                        format!("{named} and member {first:?} are both primaries; {scope}."),
                     );
                 }
             }
             Some(other) => diags.attribute_error(
-                at("role"),
+                at(),
                 "Invalid role",
-                format!("{other:?} is not a role; allowed: \"replica\", \"primary\"."),
+                format!("{named}: {other:?} is not a role; allowed: \"replica\", \"primary\"."),
             ),
         }
     }
