@@ -4145,6 +4145,100 @@ fn a_taken_port_is_said_by_the_sidecar_and_never_claimed() {
     drop(taken);
 }
 
+/// "listening on …" is said only once HAProxy has bound the address: the instant the line
+/// appears, a connection and a read through it succeed (before, the line came before HAProxy
+/// started). When HAProxy ends without listening, the sidecar's own last line says why: here a
+/// process that took the port after the sidecar's own check (an HAProxy stand-in that starts
+/// such a holder, then fails as HAProxy does on `cannot bind socket`), and an HAProxy that fails
+/// for another reason.
+#[test]
+fn listening_is_said_once_haproxy_has_bound_and_a_late_taker_is_named() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let program = Path::new(env!("CARGO_BIN_EXE_locality"));
+    for round in 0..3 {
+        let port = free_port();
+        let run = dir.path().join(format!("run-{round}"));
+        let (mut child, stderr) = spawn_sidecar(
+            None,
+            program,
+            &map,
+            port,
+            &["--zone", ZONE_A, "--run-dir", run.to_str().unwrap()],
+            &[],
+        );
+        let said = wait_for(Duration::from_secs(10), || {
+            let text = stderr.lock().unwrap();
+            text.contains("listening on")
+        });
+        assert!(said.is_some(), "{}", stderr.lock().unwrap());
+        // No retry: bound when said.
+        let mut stream = TcpStream::connect(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("said \"listening\" but refused ({e}):\n{}", stderr.lock().unwrap()));
+        assert!(command(&mut stream, &["GET", "k"]).is_ok());
+        send_signal(child.id(), "TERM");
+        assert_eq!(
+            wait_timeout(&mut child, Duration::from_secs(5)).and_then(|s| s.code()),
+            Some(0)
+        );
+    }
+
+    // A stand-in HAProxy that starts a process holding the port (after the sidecar checked
+    // it), then fails; and one that fails alone.
+    let holder_pid = dir.path().join("holder.pid");
+    let stand_in = |name: &str, take_port: Option<u16>| {
+        let path = dir.path().join(name);
+        let take = take_port.map_or_else(String::new, |port| {
+            format!(
+                "python3 -c 'import os,socket,time\ns=socket.socket()\ns.bind((\"127.0.0.1\",{port}))\ns.listen()\nopen(\"{pid}.tmp\",\"w\").write(str(os.getpid()))\nos.rename(\"{pid}.tmp\",\"{pid}\")\ntime.sleep(30)' &\n\
+                 while [ ! -e {pid} ]; do sleep 0.05; done\n",
+                pid = holder_pid.display()
+            )
+        });
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\n{take}echo '[ALERT]    (1) : Starting proxy locality_replica: cannot bind socket' >&2\nexit 1\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        path
+    };
+    for (name, take) in [("haproxy-late-taker", true), ("haproxy-failing", false)] {
+        let port = free_port();
+        let fake = stand_in(name, take.then_some(port));
+        let out = Command::new(program)
+            .args(["sidecar", "--map"])
+            .arg(&map)
+            .args(["--zone", ZONE_A, "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--stats", "off", "--metrics", "off", "--haproxy"])
+            .arg(&fake)
+            .arg("--run-dir")
+            .arg(dir.path().join(format!("run-{name}")))
+            .env_remove("RUNTIME_DIRECTORY")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if let Ok(pid) = std::fs::read_to_string(&holder_pid) {
+            send_signal(pid.trim().parse().unwrap(), "KILL");
+            std::fs::remove_file(&holder_pid).unwrap();
+        }
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(!stderr.contains("listening on"), "{stderr}");
+        let last = stderr.lines().last().unwrap_or_default();
+        let expected = if take {
+            format!("127.0.0.1:{port} is in use: another process took it as HAProxy started")
+        } else {
+            format!("HAProxy ended before it listened on 127.0.0.1:{port}; its [ALERT] lines above say why")
+        };
+        assert!(
+            last.starts_with("locality sidecar: ") && last.contains(&expected),
+            "{stderr}"
+        );
+    }
+}
+
 /// Usage errors exit 2 with an example; host names and a port alone are listeners; --interval
 /// takes the duration syntax --timeout takes.
 #[test]

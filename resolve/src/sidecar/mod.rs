@@ -627,7 +627,7 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
             });
         }
     }
-    log(format!("listening on {}; {}", options.listen, layout.describe()));
+    // ("listening on …" is said once HAProxy answers on its runtime API: see `Supervisor::follow`.)
     let settings = settings(options, ca_file, user, comments);
     if let Err(e) = dir.write(haproxy::CONFIG, haproxy::render(&layout, &settings).as_bytes()) {
         return fail(format!("{}: {e}", dir.path().join(haproxy::CONFIG).display()));
@@ -646,6 +646,20 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     drop(listener);
     drop(lock);
     status
+}
+
+/// What the sidecar says when HAProxy ended before it listened: the address in use (checked
+/// again now), or that HAProxy's own lines above say why.
+fn ended_before_listening(listen: std::net::SocketAddr) -> String {
+    match std::net::TcpListener::bind(listen) {
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => format!(
+            "{listen} is in use: another process took it as HAProxy started (`ss -ltnp 'sport = :{}'` names it); stop it, or give another --listen, e.g. --listen 127.0.0.1:16379",
+            listen.port()
+        ),
+        _ => format!(
+            "HAProxy ended before it listened on {listen}; its [ALERT] lines above say why"
+        ),
+    }
 }
 
 /// HAProxy under the sidecar: started, signalled, followed.
@@ -734,10 +748,14 @@ impl Supervisor {
                 None
             }
         };
+        // Set once HAProxy has bound the listener and answers (and "listening" has been said).
+        let listening = Arc::new(AtomicBool::new(false));
+        let listen = self.options.listen;
         let follower = {
             let stop = Arc::clone(&stop);
             let reread = Arc::clone(&reread);
-            std::thread::spawn(move || self.follow(layout, pid, &stop, &reread))
+            let listening = Arc::clone(&listening);
+            std::thread::spawn(move || self.follow(layout, pid, &stop, &reread, &listening))
         };
         let status = child.wait();
         stop.store(true, Ordering::SeqCst);
@@ -746,6 +764,11 @@ impl Supervisor {
         }
         let _ = follower.join();
         let asked = asked_to_stop.load(Ordering::SeqCst);
+        // HAProxy ended before it listened, unasked: the last line is the sidecar's own, naming
+        // the address (taken by another process since the sidecar's own check, most often).
+        if !asked && !listening.load(Ordering::SeqCst) {
+            let _ = writeln!(err, "{} {}", crate::prefix("sidecar"), ended_before_listening(listen));
+        }
         match status {
             Ok(status) => {
                 use std::os::unix::process::ExitStatusExt;
@@ -768,7 +791,7 @@ impl Supervisor {
 
     /// Every 200 ms: close sessions on replicas marked down; every interval (or on SIGHUP):
     /// re-read the map and apply a change.
-    fn follow(self, mut layout: Layout, pid: u32, stop: &AtomicBool, reread: &AtomicBool) {
+    fn follow(self, mut layout: Layout, pid: u32, stop: &AtomicBool, reread: &AtomicBool, listening: &AtomicBool) {
         let admin = runtime::Admin::new(&self.dir.path_of(haproxy::SOCKET));
         let mut last_read = Instant::now();
         let mut last_failure: Option<String> = None;
@@ -778,7 +801,13 @@ impl Supervisor {
         };
         while !stop.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(200));
-            if let Ok(servers) = admin.servers() {
+            let servers = admin.servers();
+            // HAProxy binds its listeners before its worker answers the runtime API (a unix
+            // socket: no session through the listener, none on a replica).
+            if servers.is_ok() && !listening.swap(true, Ordering::SeqCst) {
+                log(format!("listening on {}; {}", self.options.listen, layout.describe()));
+            }
+            if let Ok(servers) = servers {
                 for server in servers
                     .iter()
                     .filter(|s| !s.backup && s.status.starts_with("DOWN") && s.current_sessions > 0)
