@@ -137,6 +137,40 @@ fn full_lifecycle_through_dev_overrides() {
     assert!(!tf.exists("out/moved.json"));
 }
 
+/// An import block with `-generate-config-out` and no resource written: Terraform writes the
+/// configuration from what the import read back (the `member` blocks from the document's
+/// nodes), and that configuration plans nothing and publishes the same bytes.
+#[test]
+fn generated_configuration_of_an_import_plans_nothing() {
+    let tf = Terraform::dev_overrides();
+    // Members out of the document's order (a set), one of them with its role left to the default.
+    let members = [
+        ("node-003.example:6379", "ap-northeast-1d", "replica"),
+        ("node-001.example:6379", "ap-northeast-1a", "primary"),
+        ("node-002.example:6379", "ap-northeast-1c", "replica"),
+    ];
+    tf.write(
+        "main.tf",
+        &config(&members, "replicas.json").replacen("\n    role     = \"replica\"", "", 1),
+    );
+    tf.ok(&["apply", "-auto-approve"]);
+    assert_eq!(tf.read("replicas.json").as_deref(), Some(DOC));
+    std::fs::remove_file(tf.path("terraform.tfstate")).unwrap();
+    tf.write(
+        "main.tf",
+        &format!("{PREAMBLE}\nprovider \"locality\" {{}}\n\nimport {{\n  to = locality_zone_replica_map.cache\n  id = \"replicas.json\"\n}}\n"),
+    );
+    tf.ok(&["plan", "-generate-config-out=generated.tf"]);
+    let generated = tf.read("generated.tf").unwrap();
+    for (endpoint, _, _) in members {
+        assert!(generated.contains(&format!("endpoint = \"{endpoint}\"")), "{generated}");
+    }
+    let out = tf.ok(&["apply", "-auto-approve"]);
+    assert!(out.contains("1 imported, 0 added, 0 changed, 0 destroyed"), "{out}");
+    tf.assert_no_changes();
+    assert_eq!(tf.read("replicas.json").as_deref(), Some(DOC));
+}
+
 #[test]
 fn lifecycle_through_filesystem_mirror_with_lock_file() {
     let tf = Terraform::mirror();

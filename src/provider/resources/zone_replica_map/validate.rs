@@ -365,4 +365,69 @@ mod tests {
             assert!(!is_zone_name(bad), "{bad}");
         }
     }
+
+    /// One primary per replication group, or per shard in cluster mode; problems name the node.
+    #[test]
+    fn one_primary_per_shard_and_problems_name_the_node() {
+        use crate::tfplugin::Set;
+
+        use super::super::model::MemberModel;
+        let member = |endpoint: &str, role: &str, shard: Option<&str>| MemberModel {
+            endpoint: endpoint.into(),
+            zone: "ap-northeast-1a".into(),
+            role: role.into(),
+            shard: shard.map(String::from).into(),
+        };
+        let check = |members: Vec<MemberModel>, configuration_endpoint: Option<&str>| {
+            let config = ZoneReplicaMapModel {
+                member: Field::Known(Set(members)),
+                fallback_endpoint: "reader.example:6379".into(),
+                configuration_endpoint: configuration_endpoint.map(String::from).into(),
+                file: Field::Known(vec![super::super::model::FileModel {
+                    path: "map.json".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            };
+            let mut diags = Diagnostics::default();
+            validate(&config, &mut diags);
+            diags
+                .iter()
+                .map(|d| format!("{}: {}", d.summary, d.detail))
+                .collect::<Vec<_>>()
+        };
+        let cfg = Some("clustercfg.g.example:6379");
+        assert_eq!(
+            check(
+                vec![
+                    member("a:6379", "primary", Some("0001")),
+                    member("b:6379", "primary", Some("0002"))
+                ],
+                cfg
+            ),
+            Vec::<String>::new()
+        );
+        let two = check(
+            vec![
+                member("a:6379", "primary", Some("0001")),
+                member("b:6379", "primary", Some("0001")),
+            ],
+            cfg,
+        );
+        assert_eq!(two.len(), 1, "{two:?}");
+        assert!(
+            two[0].contains("are both primaries; shard \"0001\" has one primary"),
+            "{two:?}"
+        );
+        let two = check(
+            vec![member("a:6379", "primary", None), member("b:6379", "primary", None)],
+            None,
+        );
+        assert!(two[0].contains("a replication group has one primary"), "{two:?}");
+        let bad = check(vec![member("a:6379", "reader", None)], None);
+        assert_eq!(
+            bad,
+            vec![r#"Invalid role: member "a:6379": "reader" is not a role; allowed: "replica", "primary"."#]
+        );
+    }
 }
