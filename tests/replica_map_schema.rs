@@ -445,6 +445,8 @@ fn nodes_and_the_configuration_endpoint_agree_with_the_schema() {
             Some("cfg.example:6379"),
         ),
         doc(json!([node(json!({"role": "primary", "unknown": 1}))]), None),
+        // The replication group a topology was discovered from (informative).
+        doc(json!([node(json!({}))]), None).replacen('{', r#"{"replication_group_id":"sessions","#, 1),
     ];
     for text in accepted {
         assert!(agree(&v, &text), "{text}");

@@ -631,6 +631,7 @@ async fn topology(
         zone_ids,
         spread_replicas,
         configuration_endpoint,
+        replication_group_id: planned.replication_group_id.get().cloned(),
     })
 }
 

@@ -248,14 +248,22 @@ impl ZoneReplicaMapModel {
     }
 
     /// Sets what an imported state learns from its document (see
-    /// [`replica_map::reconstruct`]): the `member` blocks and the uncovered zones always, and
+    /// [`replica_map::reconstruct`]): the replication group or the `member` blocks, and the
+    /// uncovered zones, always; and
     /// the settings the document shows (`read_from_primary`, `spread_replicas`, `zone_ids`) when
     /// they reproduce it byte for byte. A setting at its default stays null, as a configuration
     /// that leaves it out has it.
     pub(super) fn set_reconstructed(&mut self, found: &replica_map::Reconstructed) {
         let topology = &found.topology;
-        self.member = Field::Known(Set(topology
-            .members
+        // Discovered: the replication group, and no `member` blocks.
+        let members = match &topology.replication_group_id {
+            Some(group) => {
+                self.replication_group_id = group.as_str().into();
+                &[][..]
+            }
+            None => &topology.members[..],
+        };
+        self.member = Field::Known(Set(members
             .iter()
             .map(|m| MemberModel {
                 endpoint: m.endpoint.as_str().into(),

@@ -49,6 +49,9 @@ pub struct Topology {
     pub spread_replicas: bool,
     /// A cluster-mode-enabled group's configuration endpoint (cluster mode when set).
     pub configuration_endpoint: Option<String>,
+    /// The ElastiCache replication group the topology was discovered from (`None` for `member`
+    /// blocks): published, so that an import knows the configuration's topology source.
+    pub replication_group_id: Option<String>,
 }
 
 /// Shard → AZ → the shard's nodes in that AZ (cluster mode).
@@ -75,6 +78,8 @@ pub struct ReplicaMap {
     pub configuration_endpoint: Option<String>,
     /// Shard → AZ → its nodes there (cluster mode; `None` otherwise).
     pub shards: Option<Shards>,
+    /// The replication group discovered (`None` for `member` blocks).
+    pub replication_group_id: Option<String>,
 }
 
 impl Topology {
@@ -129,6 +134,7 @@ impl Topology {
             node_zone_ids: self.zone_ids.clone().unwrap_or_default(),
             configuration_endpoint: Some(configuration_endpoint.to_string()),
             shards: Some(shards),
+            replication_group_id: self.replication_group_id.clone(),
         }
     }
 
@@ -195,6 +201,7 @@ impl Topology {
             node_zone_ids: self.zone_ids.clone().unwrap_or_default(),
             configuration_endpoint: None,
             shards: None,
+            replication_group_id: self.replication_group_id.clone(),
         }
     }
 }
@@ -202,9 +209,9 @@ impl Topology {
 impl ReplicaMap {
     /// The published JSON: `{"version":1,"fallback":...,"zones":{...}}`, then `zone_ids` (AZ
     /// ID → endpoint) and `replicas` (AZ name or ID → every usable node) when configured, then
-    /// `nodes` (every node: `endpoint`, `role`, `zone`, and `zone_id` and `shard` when known)
-    /// and, in cluster mode, `configuration_endpoint`; map keys sorted, no whitespace, no
-    /// timestamp.
+    /// `nodes` (every node: `endpoint`, `role`, `zone`, and `zone_id` and `shard` when known),
+    /// in cluster mode `configuration_endpoint`, and when discovered `replication_group_id`;
+    /// map keys sorted, no whitespace, no timestamp.
     pub fn document(&self) -> String {
         let mut doc = serde_json::Map::new();
         doc.insert("version".into(), 1.into());
@@ -240,6 +247,9 @@ impl ReplicaMap {
         doc.insert("nodes".into(), nodes.into());
         if let Some(endpoint) = &self.configuration_endpoint {
             doc.insert("configuration_endpoint".into(), endpoint.clone().into());
+        }
+        if let Some(group) = &self.replication_group_id {
+            doc.insert("replication_group_id".into(), group.clone().into());
         }
         serde_json::Value::Object(doc).to_string()
     }
@@ -354,8 +364,8 @@ pub(super) struct Reconstructed {
 }
 
 /// Reads the topology back from a published document: every node of `nodes` (`endpoint`,
-/// `zone`, `role`, and `shard` and `zone_id` when present), the fallback and the configuration
-/// endpoint; `spread_replicas` when the document has `replicas`, `zone_ids` from the nodes'
+/// `zone`, `role`, and `shard` and `zone_id` when present), the fallback, the configuration
+/// endpoint and the replication group it was discovered from; `spread_replicas` when the document has `replicas`, `zone_ids` from the nodes'
 /// `zone_id`s when it has `zone_ids`, and `read_from_primary` when only that reproduces the
 /// document. `None` for a document without a fallback or with a node missing a part (older
 /// documents had no `nodes`). Settings the document cannot show (`zones` naming an AZ without a
@@ -392,6 +402,7 @@ pub(super) fn reconstruct(text: &str) -> Option<Reconstructed> {
         zone_ids: doc.get("zone_ids").map(|_| node_zone_ids),
         spread_replicas: doc.get("replicas").is_some(),
         configuration_endpoint,
+        replication_group_id: text_of(&doc, "replication_group_id"),
     };
     let mut map = topology.replica_map();
     if map.document() != text {
@@ -440,6 +451,7 @@ mod tests {
             zone_ids: None,
             spread_replicas: false,
             configuration_endpoint: None,
+            replication_group_id: None,
         }
     }
 
@@ -481,6 +493,7 @@ mod tests {
             ),
             spread_replicas: true,
             configuration_endpoint: Some("clustercfg.g.x.apne1.cache.amazonaws.com:6379".into()),
+            replication_group_id: None,
         };
         let map = t.replica_map();
         assert!(map.endpoints.is_empty() && map.replicas.is_none());
@@ -578,7 +591,13 @@ mod tests {
         for (n, m) in cluster.members.iter_mut().enumerate() {
             m.shard = Some(format!("000{}", n % 2 + 1));
         }
-        for t in [plain, spread, from_primary, cluster] {
+        let mut discovered = topology();
+        discovered.replication_group_id = Some("sessions".into());
+        assert!(discovered
+            .replica_map()
+            .document()
+            .ends_with(r#","replication_group_id":"sessions"}"#));
+        for t in [plain, spread, from_primary, cluster, discovered] {
             let text = t.replica_map().document();
             let found = reconstruct(&text).expect("a document with nodes");
             assert!(found.exact, "{text}");
@@ -590,6 +609,7 @@ mod tests {
                 found.topology.configuration_endpoint, t.configuration_endpoint,
                 "{text}"
             );
+            assert_eq!(found.topology.replication_group_id, t.replication_group_id, "{text}");
             assert_eq!(found.map.uncovered_zones, t.replica_map().uncovered_zones, "{text}");
         }
         // A hand-edited entry: the members are still read, but the settings are not trusted.

@@ -34,7 +34,8 @@ pub fn schema() -> Schema {
              do, named from the configuration endpoint as ElastiCache names nodes, with a warning), and their role as \
              each shard was created (ElastiCache reports no live role in cluster mode: member `-001` is the primary). \
              The map then holds no zone entry (no one replica serves every key), `configuration_endpoint` is \
-             published, the fallback defaults to it, and `uncovered_zones` lists the AZs where some shard has no replica.",
+             published, the fallback defaults to it, and `uncovered_zones` lists the AZs where some shard has no replica. \
+             The document names the group (`replication_group_id`), so that an import reads it back.",
         ))
         .attribute(Attribute::string("fallback_endpoint").optional().computed().description(
             "`host:port` that clients use when their AZ has no entry. Required with `member` blocks. With \

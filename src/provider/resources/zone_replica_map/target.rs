@@ -434,7 +434,7 @@ pub(super) fn permission_text(mode: u32) -> String {
 /// and sorted, as a message shows them: at most 10, each cut at 64 characters, then how many
 /// more (empty when the value is not a JSON object): the keys of a secret shared with others.
 fn foreign_keys(value: &str) -> Vec<String> {
-    const DOCUMENT_KEYS: [&str; 7] = [
+    const DOCUMENT_KEYS: [&str; 8] = [
         "version",
         "fallback",
         "zones",
@@ -442,6 +442,7 @@ fn foreign_keys(value: &str) -> Vec<String> {
         "replicas",
         "nodes",
         "configuration_endpoint",
+        "replication_group_id",
     ];
     const SHOWN: usize = 10;
     let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(value) else {
