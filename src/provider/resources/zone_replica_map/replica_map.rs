@@ -352,7 +352,7 @@ pub fn parse_document(text: &str) -> Published {
 }
 
 /// What an import learns from a published document about the configuration that published
-/// it: the topology read back from its `nodes`, and whether that topology gives the same bytes.
+/// it: the topology read back from it, and whether that topology gives the same bytes.
 #[derive(Debug, Clone)]
 pub(super) struct Reconstructed {
     /// The members, fallback, configuration endpoint and settings the document shows.
@@ -365,9 +365,9 @@ pub(super) struct Reconstructed {
 
 /// Reads the topology back from a published document: every node of `nodes` (`endpoint`,
 /// `zone`, `role`, and `shard` and `zone_id` when present), the fallback, the configuration
-/// endpoint and the replication group it was discovered from; `spread_replicas` when the document has `replicas`, `zone_ids` from the nodes'
-/// `zone_id`s when it has `zone_ids`, and `read_from_primary` when only that reproduces the
-/// document. `None` for a document without a fallback or with a node missing a part (older
+/// endpoint and the replication group it was discovered from; `spread_replicas` when the
+/// document has `replicas`, `zone_ids` from the nodes' `zone_id`s when it has `zone_ids`, and
+/// `read_from_primary` when only that reproduces the document. `None` for a document without a fallback or with a node missing a part (older
 /// documents had no `nodes`). Settings the document cannot show (`zones` naming an AZ without a
 /// node, `zone_ids` of AZs without one) are not guessed: `exact` is then false.
 pub(super) fn reconstruct(text: &str) -> Option<Reconstructed> {
