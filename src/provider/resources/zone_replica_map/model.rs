@@ -247,12 +247,11 @@ impl ZoneReplicaMapModel {
         self.document = document.into();
     }
 
-    /// Sets what an imported state learns from its document (see
-    /// [`replica_map::reconstruct`]): the replication group or the `member` blocks, and the
-    /// uncovered zones, always; and
-    /// the settings the document shows (`read_from_primary`, `spread_replicas`, `zone_ids`) when
-    /// they reproduce it byte for byte. A setting at its default stays null, as a configuration
-    /// that leaves it out has it.
+    /// Sets what an imported state learns from its document (see [`replica_map::reconstruct`]):
+    /// always the replication group or the `member` blocks, and the uncovered zones; the settings
+    /// the document shows (`read_from_primary`, `spread_replicas`, `zone_ids`) only when they
+    /// reproduce it byte for byte. A setting at its default stays null, as a configuration that
+    /// leaves it out has it.
     pub(super) fn set_reconstructed(&mut self, found: &replica_map::Reconstructed) {
         let topology = &found.topology;
         // Discovered: the replication group, and no `member` blocks.
