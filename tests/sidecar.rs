@@ -2653,7 +2653,7 @@ fn the_image_runs_as_deployed_and_fails_over() {
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let port = free_port();
     let (child, stderr) = spawn_sidecar(None, &wrapper, &map, port, &["--interval", "1"], &[]);
-    let sidecar = Sidecar {
+    let mut sidecar = Sidecar {
         child,
         port,
         stderr,
@@ -2770,6 +2770,9 @@ fn the_image_runs_as_deployed_and_fails_over() {
         sidecar.stderr()
     );
     assert!(!Path::new(&format!("/proc/{pid1}")).exists(), "pid 1 outlived the stop");
+    // A stop asked for is a clean one: `podman run` ends with the container's status, 0.
+    let status = wait_timeout(&mut sidecar.child, Duration::from_secs(5)).expect("podman run ends with its container");
+    assert_eq!(status.code(), Some(0), "podman stop: {status:?}\n{}", sidecar.stderr());
     let left = Command::new("podman")
         .args([
             "--runtime",
