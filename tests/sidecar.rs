@@ -286,6 +286,7 @@ impl Sidecar {
                 .ok()
                 .is_some_and(|mut s| command(&mut s, &["PING"]).is_ok())
         });
+        said_listening(&sidecar.stderr);
         sidecar
     }
 
@@ -381,6 +382,12 @@ fn spawn_sidecar(
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().unwrap();
+    let stderr = collect_stderr(&mut child);
+    (child, stderr)
+}
+
+/// The child's standard error as it comes (it must be piped), gathered by a thread.
+fn collect_stderr(child: &mut Child) -> Arc<Mutex<String>> {
     let stderr = Arc::new(Mutex::new(String::new()));
     let mut pipe = child.stderr.take().unwrap();
     let sink = Arc::clone(&stderr);
@@ -393,7 +400,7 @@ fn spawn_sidecar(
             sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    (child, stderr)
+    stderr
 }
 
 /// A client reading through the sidecar in a loop on one connection, reconnecting on error.
@@ -1432,7 +1439,11 @@ fn the_deployments_validate_and_start_the_image_as_written() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
+    let stderr = collect_stderr(&mut child);
     let served = wait_for(Duration::from_secs(15), || reads_through(6379, 1) == 1);
+    if served.is_some() {
+        said_listening(&stderr);
+    }
     send_signal(child.id(), "TERM");
     let status = wait_timeout(&mut child, Duration::from_secs(3)).expect("stops within 3 s");
     // What the unit says of SIGTERM is what happens: a clean stop, exit 0 (no SuccessExitStatus
@@ -1442,8 +1453,7 @@ fn the_deployments_validate_and_start_the_image_as_written() {
         "{unit}"
     );
     assert_eq!(status.code(), Some(0), "systemd stop: {status:?}");
-    let mut log = String::new();
-    let _ = child.stderr.take().unwrap().read_to_string(&mut log);
+    let log = stderr.lock().unwrap().clone();
     assert!(served.is_some(), "systemd: the unit's ExecStart does not serve\n{log}");
     assert!(log.contains(&format!("(zone {ZONE_A}")), "{log}");
     eprintln!(
@@ -1800,6 +1810,18 @@ fn wait_for(limit: Duration, mut condition: impl FnMut() -> bool) -> Option<Dura
         std::thread::sleep(Duration::from_millis(10));
     }
     condition().then(|| started.elapsed())
+}
+
+/// Waits (10 s at most) for the sidecar's own "listening on …" line, which it says once HAProxy
+/// has bound the address and answers: the line that carries the route and its reason. (Reads
+/// may be served a moment before it.)
+fn said_listening(stderr: &Mutex<String>) -> String {
+    let said = wait_for(Duration::from_secs(10), || {
+        stderr.lock().unwrap().contains("listening on")
+    });
+    let text = stderr.lock().unwrap().clone();
+    assert!(said.is_some(), "no \"listening on\" within 10 s:\n{text}");
+    text
 }
 
 fn serves(port: u16) -> bool {
@@ -2514,10 +2536,7 @@ fn fifty_silent_replicas_do_not_delay_the_first_read() {
         } else {
             assert!(served[4] >= 1, "{served:?}");
             assert!(
-                stderr
-                    .lock()
-                    .unwrap()
-                    .contains("50 of the zone's replicas did not answer the probe"),
+                said_listening(&stderr).contains("50 of the zone's replicas did not answer the probe"),
                 "{}",
                 stderr.lock().unwrap()
             );
@@ -2562,10 +2581,7 @@ fn an_unusable_zone_and_a_map_file_others_could_write() {
     assert!(TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut s| command(&mut s, &["GET", "k"]).is_ok()));
     assert_eq!(group.reader.gets() - before, 1);
     assert!(
-        stderr
-            .lock()
-            .unwrap()
-            .contains(r#"LOCALITY_ZONE="us-east-1-garbage_" is neither an AZ name"#),
+        said_listening(&stderr).contains(r#"LOCALITY_ZONE="us-east-1-garbage_" is neither an AZ name"#),
         "{}",
         stderr.lock().unwrap()
     );

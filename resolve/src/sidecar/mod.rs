@@ -789,8 +789,9 @@ impl Supervisor {
         }
     }
 
-    /// Every 200 ms: close sessions on replicas marked down; every interval (or on SIGHUP):
-    /// re-read the map and apply a change.
+    /// Says "listening" once HAProxy answers on its runtime API; every 200 ms: close sessions
+    /// on replicas marked down; every interval (or on SIGHUP): re-read the map and apply a
+    /// change.
     fn follow(self, mut layout: Layout, pid: u32, stop: &AtomicBool, reread: &AtomicBool, listening: &AtomicBool) {
         let admin = runtime::Admin::new(&self.dir.path_of(haproxy::SOCKET));
         let mut last_read = Instant::now();
@@ -800,7 +801,10 @@ impl Supervisor {
             let _ = writeln!(std::io::stderr(), "{} {}", crate::prefix("sidecar"), one_line(&line));
         };
         while !stop.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(200));
+            // Every 20 ms until HAProxy answers (so that "listening" follows the bind closely),
+            // then every 200 ms.
+            let tick = if listening.load(Ordering::SeqCst) { 200 } else { 20 };
+            std::thread::sleep(Duration::from_millis(tick));
             let servers = admin.servers();
             // HAProxy binds its listeners before its worker answers the runtime API (a unix
             // socket: no session through the listener, none on a replica).

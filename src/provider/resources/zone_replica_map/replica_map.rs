@@ -371,38 +371,53 @@ pub(super) struct Reconstructed {
 /// documents had no `nodes`). Settings the document cannot show (`zones` naming an AZ without a
 /// node, `zone_ids` of AZs without one) are not guessed: `exact` is then false.
 pub(super) fn reconstruct(text: &str) -> Option<Reconstructed> {
-    let doc: serde_json::Value = serde_json::from_str(text).ok()?;
-    let text_of = |value: &serde_json::Value, field: &str| value.get(field).and_then(|v| v.as_str()).map(String::from);
-    let fallback = text_of(&doc, "fallback")?;
-    let configuration_endpoint = text_of(&doc, "configuration_endpoint");
-    let mut members = Vec::new();
+    /// The parts of a document a topology is read back from (`zone_ids` and `replicas` only
+    /// as present or not).
+    #[derive(serde::Deserialize)]
+    struct Document {
+        fallback: String,
+        nodes: Vec<Node>,
+        configuration_endpoint: Option<String>,
+        replication_group_id: Option<String>,
+        zone_ids: Option<serde::de::IgnoredAny>,
+        replicas: Option<serde::de::IgnoredAny>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Node {
+        endpoint: String,
+        zone: String,
+        role: String,
+        zone_id: Option<String>,
+        shard: Option<String>,
+    }
+    let doc: Document = serde_json::from_str(text).ok()?;
     let mut node_zone_ids = BTreeMap::new();
-    for node in doc.get("nodes")?.as_array()? {
-        let role = match node.get("role")?.as_str()? {
+    let mut members = Vec::new();
+    for node in doc.nodes {
+        let role = match node.role.as_str() {
             "primary" => Role::Primary,
             "replica" => Role::Replica,
             _ => return None,
         };
-        let zone = text_of(node, "zone")?;
-        if let Some(id) = text_of(node, "zone_id") {
-            node_zone_ids.insert(zone.clone(), id);
+        if let Some(id) = node.zone_id {
+            node_zone_ids.insert(node.zone.clone(), id);
         }
         members.push(Member {
-            endpoint: text_of(node, "endpoint")?,
-            zone,
+            endpoint: node.endpoint,
+            zone: node.zone,
             role,
-            shard: text_of(node, "shard"),
+            shard: node.shard,
         });
     }
     let mut topology = Topology {
         members,
-        fallback,
+        fallback: doc.fallback,
         zones: None,
         read_from_primary: false,
-        zone_ids: doc.get("zone_ids").map(|_| node_zone_ids),
-        spread_replicas: doc.get("replicas").is_some(),
-        configuration_endpoint,
-        replication_group_id: text_of(&doc, "replication_group_id"),
+        zone_ids: doc.zone_ids.map(|_| node_zone_ids),
+        spread_replicas: doc.replicas.is_some(),
+        configuration_endpoint: doc.configuration_endpoint,
+        replication_group_id: doc.replication_group_id,
     };
     let mut map = topology.replica_map();
     if map.document() != text {
