@@ -4188,11 +4188,7 @@ fn listening_is_said_once_haproxy_has_bound_and_a_late_taker_is_named() {
             &["--zone", ZONE_A, "--run-dir", run.to_str().unwrap()],
             &[],
         );
-        let said = wait_for(Duration::from_secs(10), || {
-            let text = stderr.lock().unwrap();
-            text.contains("listening on")
-        });
-        assert!(said.is_some(), "{}", stderr.lock().unwrap());
+        said_listening(&stderr);
         // No retry: bound when said.
         let mut stream = TcpStream::connect(("127.0.0.1", port))
             .unwrap_or_else(|e| panic!("said \"listening\" but refused ({e}):\n{}", stderr.lock().unwrap()));

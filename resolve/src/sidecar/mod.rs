@@ -614,11 +614,7 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     if !print_config {
         if let Err(e) = std::net::TcpListener::bind(options.listen) {
             return fail(if e.kind() == std::io::ErrorKind::AddrInUse {
-                format!(
-                    "{} is in use: another process listens there (`ss -ltnp 'sport = :{}'` names it); stop it, or give another --listen, e.g. --listen 127.0.0.1:16379",
-                    options.listen,
-                    options.listen.port()
-                )
+                in_use(options.listen, "another process listens there")
             } else {
                 format!(
                     "cannot listen on {}: {e}; give another --listen, e.g. --listen 127.0.0.1:16379",
@@ -648,17 +644,23 @@ pub fn run(options: &SidecarOptions, print_config: bool, out: &mut dyn Write, er
     status
 }
 
+/// The sentence for a listen address another process holds: `who` says which one, and what to
+/// do follows.
+fn in_use(listen: std::net::SocketAddr, who: &str) -> String {
+    format!(
+        "{listen} is in use: {who} (`ss -ltnp 'sport = :{}'` names it); stop it, or give another --listen, e.g. --listen 127.0.0.1:16379",
+        listen.port()
+    )
+}
+
 /// What the sidecar says when HAProxy ended before it listened: the address in use (checked
 /// again now), or that HAProxy's own lines above say why.
 fn ended_before_listening(listen: std::net::SocketAddr) -> String {
     match std::net::TcpListener::bind(listen) {
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => format!(
-            "{listen} is in use: another process took it as HAProxy started (`ss -ltnp 'sport = :{}'` names it); stop it, or give another --listen, e.g. --listen 127.0.0.1:16379",
-            listen.port()
-        ),
-        _ => format!(
-            "HAProxy ended before it listened on {listen}; its [ALERT] lines above say why"
-        ),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            in_use(listen, "another process took it as HAProxy started")
+        }
+        _ => format!("HAProxy ended before it listened on {listen}; its [ALERT] lines above say why"),
     }
 }
 
