@@ -3682,6 +3682,10 @@ fn a_ca_file_another_user_owns_is_refused_by_root() {
     );
     let status = wait_timeout(&mut child, Duration::from_secs(10)).expect("refused at start");
     assert_eq!(status.code(), Some(1));
+    // (The thread gathering standard error may still hold the last lines when the exit is seen.)
+    wait_for(Duration::from_secs(2), || {
+        stderr.lock().unwrap().contains("running as root")
+    });
     let err = stderr.lock().unwrap().clone();
     assert!(
         err.contains(&format!(
