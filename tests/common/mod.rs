@@ -341,3 +341,4 @@ pub mod fault_proxy;
 pub mod google;
 pub mod moto;
 pub mod proto;
+pub mod valkey;

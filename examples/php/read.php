@@ -1,0 +1,99 @@
+<?php
+// Read one key from the cache replica in this availability zone, with phpredis; when that
+// replica refuses, times out or has died since this worker's last request, read the same key
+// from the fallback (the reader endpoint) in the same request.
+//
+//   php read.php KEY               command line: prints the value
+//   GET /read.php?key=KEY          PHP-FPM: the value as text/plain
+//
+// Environment (set by the entrypoint: eval "$(locality resolve ... --format env)"):
+//   LOCALITY_READ_ENDPOINT   host:port to read from (this zone's replica, or the fallback)
+//   LOCALITY_FALLBACK        host:port of the reader endpoint
+// A replica that failed is skipped for 60 s by every worker of the pool when APCu is loaded
+// (php-apcu), so a dead replica costs one timeout, not one per request.
+
+declare(strict_types=1);
+
+const CONNECT_TIMEOUT = 0.3; // seconds: a replica in the same zone answers in well under 1 ms
+const READ_TIMEOUT = 1.0;    // seconds
+const UNHEALTHY_TTL = 60;    // seconds
+
+/** [host, port] of a host:port variable ([v6]:port too), or null when unset or malformed. */
+function endpoint_from_env(string $name): ?array
+{
+    $value = getenv($name);
+    if (!is_string($value) || !preg_match('/^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:\[\]]+)):(\d{1,5})$/', $value, $m)) {
+        return null;
+    }
+    $port = (int) $m[3];
+    return ($port >= 1 && $port <= 65535) ? [$m[1] !== '' ? $m[1] : $m[2], $port] : null;
+}
+
+function marked_unhealthy(array $endpoint): bool
+{
+    return function_exists('apcu_enabled') && apcu_enabled()
+        && apcu_fetch('locality:unhealthy:' . implode(':', $endpoint)) !== false;
+}
+
+function mark_unhealthy(array $endpoint): void
+{
+    if (function_exists('apcu_enabled') && apcu_enabled()) {
+        apcu_store('locality:unhealthy:' . implode(':', $endpoint), 1, UNHEALTHY_TTL);
+    }
+}
+
+/** GET $key at $endpoint over this worker's persistent connection; throws RedisException. */
+function get_from(array $endpoint, string $key): string|false
+{
+    [$host, $port] = $endpoint;
+    $redis = new Redis();
+    // One persistent connection per endpoint and worker (the id keeps them apart).
+    if (!$redis->pconnect($host, $port, CONNECT_TIMEOUT, "locality-$host-$port", 0, READ_TIMEOUT)) {
+        throw new RedisException("cannot connect to $host:$port");
+    }
+    return $redis->get($key);
+}
+
+/** The value of $key, and the route it came by ('zone' or 'fallback'). */
+function read_key(string $key): array
+{
+    $read = endpoint_from_env('LOCALITY_READ_ENDPOINT');
+    $fallback = endpoint_from_env('LOCALITY_FALLBACK');
+    if ($read !== null && $read !== $fallback && !marked_unhealthy($read)) {
+        try {
+            return [get_from($read, $key), 'zone'];
+        } catch (RedisException $e) {
+            mark_unhealthy($read);
+            error_log(sprintf('read.php: %s failed (%s): reading from the fallback', implode(':', $read), $e->getMessage()));
+        }
+    }
+    $endpoint = $fallback ?? $read;
+    if ($endpoint === null) {
+        throw new RuntimeException('neither LOCALITY_READ_ENDPOINT nor LOCALITY_FALLBACK is a host:port');
+    }
+    return [get_from($endpoint, $key), $endpoint === $fallback ? 'fallback' : 'zone'];
+}
+
+$cli = PHP_SAPI === 'cli';
+$key = $cli ? ($argv[1] ?? '') : (string) ($_GET['key'] ?? '');
+if ($key === '') {
+    $cli ? error_log('usage: php read.php KEY') : http_response_code(400);
+    exit(2);
+}
+try {
+    [$value, $route] = read_key($key);
+} catch (Throwable $e) {
+    $cli || http_response_code(503);
+    error_log('read.php: ' . $e->getMessage());
+    exit(1);
+}
+if (!$cli) {
+    header('Content-Type: text/plain');
+    header("X-Locality-Route: $route");
+}
+if ($value === false) {
+    $cli || http_response_code(404);
+    error_log("read.php: no key $key");
+    exit(1);
+}
+echo $value, "\n";

@@ -1,0 +1,739 @@
+//! The stack the replica map was first made for: PHP on PHP-FPM. The guide's PHP section run as
+//! written with Debian's PHP 8.2 — its `php-fpm` with the packaged `www.conf`, `php-cli`,
+//! phpredis (`php-redis`) and APCu (`php-apcu`) — asked over FastCGI with `cgi-fcgi`
+//! (`libfcgi-bin`), against Valkey 9 nodes whose own `INFO commandstats` count where each read
+//! went. `scripts/test` installs all of these.
+//!
+//! The one stand-in: `php-fpm` on PATH is a two-line script that runs Debian's binary with a
+//! global section of this test's (pid file, log and listening port in a temp dir, so that tests
+//! run side by side and nothing under /run or /var is touched), which includes Debian's
+//! `pool.d/*.conf` as installed and then the guide's pool file.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::fake_metadata::FakeMetadata;
+use common::valkey::{command, Node};
+
+const ZONE_A: &str = "ap-northeast-1a";
+const ZONE_B: &str = "ap-northeast-1b";
+const ZONE_C: &str = "ap-northeast-1c";
+const GUIDE: &str = "docs/guides/consuming-the-replica-map.md";
+
+/// The fenced block of language `lang` that comes first after `heading` in the guide.
+fn guide_block(heading: &str, lang: &str) -> String {
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(GUIDE)).unwrap();
+    let after = &guide[guide
+        .find(heading)
+        .unwrap_or_else(|| panic!("{heading} not in the guide"))..];
+    let fence = format!("```{lang}\n");
+    let start = after
+        .find(&fence)
+        .unwrap_or_else(|| panic!("no {lang} block after {heading}"))
+        + fence.len();
+    after[start..start + after[start..].find("```").unwrap()].to_string()
+}
+
+const PHP_HEADING: &str = "## PHP on PHP-FPM (EKS, ECS Fargate)";
+
+/// Debian's PHP-FPM binary (`/usr/sbin/php-fpm8.2` on Debian 12), or `LOCALITY_PHP_FPM`.
+fn php_fpm_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("LOCALITY_PHP_FPM") {
+        return PathBuf::from(path);
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/sbin")
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("php-fpm") && n.len() > "php-fpm".len())
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .expect("Debian's php-fpm (/usr/sbin/php-fpmX.Y; scripts/test installs the php-fpm package)")
+}
+
+/// The directory of Debian's pool files for that binary (`/etc/php/8.2/fpm/pool.d`).
+fn debian_pool_dir(binary: &Path) -> PathBuf {
+    let version = binary
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_start_matches("php-fpm");
+    let dir = PathBuf::from(format!("/etc/php/{version}/fpm/pool.d"));
+    assert!(
+        dir.join("www.conf").exists(),
+        "{}/www.conf: Debian's default pool",
+        dir.display()
+    );
+    dir
+}
+
+/// A directory PHP-FPM's workers (`www-data` when the master runs as root) can read.
+fn readable_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn write(path: &Path, text: &str, mode: u32) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+}
+
+/// What a FastCGI request got back.
+#[derive(Debug)]
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+    elapsed: Duration,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A PHP-FPM master started through the test's `php-fpm` on PATH, listening on a loopback port.
+struct Fpm {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Fpm {
+    /// Lays out `php-fpm` (Debian's binary, this test's global section), `locality` on PATH,
+    /// and the pool files: the guide's (`zz-locality.conf`) when `guide_pool` is set, then the
+    /// test's own lines (`zzz-test.conf`: the port, and `extra`).
+    fn prepare(guide_pool: bool, extra: &str) -> (tempfile::TempDir, u16) {
+        let dir = readable_dir();
+        let binary = php_fpm_binary();
+        let pool_d = dir.path().join("pool.d");
+        std::fs::create_dir_all(&pool_d).unwrap();
+        let port = common::server_port();
+        write(
+            &dir.path().join("php-fpm.conf"),
+            &format!(
+                "[global]\npid = {d}/php-fpm.pid\nerror_log = {d}/php-fpm.log\ninclude = {debian}/*.conf\ninclude = {d}/pool.d/*.conf\n",
+                d = dir.path().display(),
+                debian = debian_pool_dir(&binary).display()
+            ),
+            0o644,
+        );
+        if guide_pool {
+            write(
+                &pool_d.join("zz-locality.conf"),
+                &guide_block(PHP_HEADING, "ini"),
+                0o644,
+            );
+        }
+        write(
+            &pool_d.join("zzz-test.conf"),
+            &format!("[www]\nlisten = 127.0.0.1:{port}\n{extra}\n"),
+            0o644,
+        );
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        write(
+            &bin.join("php-fpm"),
+            &format!(
+                "#!/bin/sh\nexec '{}' -y '{}/php-fpm.conf' \"$@\"\n",
+                binary.display(),
+                dir.path().display()
+            ),
+            0o755,
+        );
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_locality"), bin.join("locality")).unwrap();
+        (dir, port)
+    }
+
+    /// `cmd` (which ends by exec'ing `php-fpm`), until PHP-FPM accepts on its port.
+    fn start(mut cmd: Command, dir: tempfile::TempDir, port: u16) -> Fpm {
+        let path = format!(
+            "{}:{}",
+            dir.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = cmd
+            .env("PATH", path)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut fpm = Fpm { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = fpm.child.try_wait() {
+                panic!("PHP-FPM ended ({status}) before it listened:\n{}", fpm.logs());
+            }
+            assert!(Instant::now() < deadline, "PHP-FPM did not listen:\n{}", fpm.logs());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        fpm
+    }
+
+    /// PHP-FPM's log and the process's stderr.
+    fn logs(&self) -> String {
+        let read = |name: &str| std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
+        format!("stderr:\n{}\nphp-fpm.log:\n{}", read("stderr"), read("php-fpm.log"))
+    }
+
+    /// Copies `script` (byte for byte) where the workers can read it.
+    fn install(&self, script: &Path) -> PathBuf {
+        let to = self.dir.path().join(script.file_name().unwrap());
+        std::fs::copy(script, &to).unwrap();
+        std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        to
+    }
+
+    /// A GET of `script?query` through `cgi-fcgi`, as a web server would send it.
+    fn get(&self, script: &Path, query: &str) -> Response {
+        let started = Instant::now();
+        let out = Command::new("cgi-fcgi")
+            .args(["-bind", "-connect", &format!("127.0.0.1:{}", self.port)])
+            .env_clear()
+            .env("SCRIPT_FILENAME", script)
+            .env(
+                "SCRIPT_NAME",
+                format!("/{}", script.file_name().unwrap().to_str().unwrap()),
+            )
+            .env("REQUEST_METHOD", "GET")
+            .env("QUERY_STRING", query)
+            .env("SERVER_PROTOCOL", "HTTP/1.1")
+            .output()
+            .expect("cgi-fcgi (Debian's libfcgi-bin; scripts/test installs it)");
+        let elapsed = started.elapsed();
+        let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+        let (head, body) = text
+            .split_once("\n\n")
+            .unwrap_or_else(|| panic!("no FastCGI response: {text:?}\n{}", self.logs()));
+        let headers: Vec<(String, String)> = head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let status = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("Status"))
+            .and_then(|(_, v)| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(200);
+        Response {
+            status,
+            headers,
+            body: body.to_string(),
+            elapsed,
+        }
+    }
+}
+
+impl Drop for Fpm {
+    fn drop(&mut self) {
+        // SIGTERM: the master stops its workers, then itself (SIGKILL would leave them behind).
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The variables the guide's entrypoint exports, as a worker's `getenv()` returns them
+/// (`false` when absent), as JSON.
+const ENV_PHP: &str = r#"<?php
+header('Content-Type: application/json');
+$names = ['LOCALITY_READ_ENDPOINT', 'LOCALITY_READ_HOST', 'LOCALITY_READ_PORT', 'LOCALITY_FALLBACK',
+          'LOCALITY_ZONE', 'LOCALITY_ROUTE', 'LOCALITY_GLIDE'];
+echo json_encode(array_combine($names, array_map('getenv', $names)));
+"#;
+
+/// The guide's PHP-FPM entrypoint and pool file, as written (dash runs the entrypoint, which
+/// `exec`s Debian's php-fpm), with the map in SSM (moto): a worker's `getenv()` returns the
+/// zone's replica, the reader as `LOCALITY_FALLBACK`, the zone and the GLIDE JSON, whether the
+/// zone is given as on EKS (`LOCALITY_ZONE`, the downward API) or found as on ECS Fargate (task
+/// metadata v4, a loopback fake of `/task`). The adversary is PHP-FPM's default: Debian's
+/// `www.conf` alone (`clear_env = yes`) gives the workers nothing (`false`), the report that
+/// started this section.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guides_php_fpm_entrypoint_hands_every_worker_the_endpoint() {
+    let moto = common::moto::Moto::start();
+    let ssm = aws_sdk_ssm::Client::new(&moto.config().await);
+    let ecs = FakeMetadata::start(ZONE_A, "apne1-az4").await;
+    // Nodes on loopback ports nothing listens on: `--format glide` asks one how it spells its
+    // zone, is refused at once, and uses the map's spelling.
+    let [replica_a, replica_c, primary] = [0; 3].map(|_| format!("127.0.0.1:{}", common::server_port()));
+    let reader = "reader.example:6379";
+    let map = serde_json::json!({
+        "version": 1,
+        "fallback": reader,
+        "zones": {ZONE_A: &replica_a, ZONE_C: &replica_c},
+        "nodes": [
+            {"endpoint": &primary, "role": "primary", "zone": ZONE_C},
+            {"endpoint": &replica_a, "role": "replica", "zone": ZONE_A},
+            {"endpoint": &replica_c, "role": "replica", "zone": ZONE_C},
+        ],
+    });
+    ssm.put_parameter()
+        .name("/prod/cache/replica-map")
+        .value(map.to_string())
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .send()
+        .await
+        .unwrap();
+    let entrypoint = guide_block(PHP_HEADING, "sh");
+    let ecs_uri = format!("{}/ecs/v4", ecs.url());
+    let endpoint = moto.endpoint.clone();
+    tokio::task::spawn_blocking(move || {
+        for (case, zone_env, guide_pool) in [
+            ("EKS (LOCALITY_ZONE)", Some(("LOCALITY_ZONE", ZONE_A.to_string())), true),
+            (
+                "ECS Fargate (task metadata v4)",
+                Some(("ECS_CONTAINER_METADATA_URI_V4", ecs_uri.clone())),
+                true,
+            ),
+            (
+                "Debian's www.conf alone",
+                Some(("LOCALITY_ZONE", ZONE_A.to_string())),
+                false,
+            ),
+        ] {
+            let (dir, port) = Fpm::prepare(guide_pool, "");
+            write(&dir.path().join("entrypoint.sh"), &entrypoint, 0o755);
+            write(&dir.path().join("env.php"), ENV_PHP, 0o644);
+            let mut cmd = Command::new("dash");
+            cmd.arg(dir.path().join("entrypoint.sh"))
+                .env_clear()
+                .env("HOME", dir.path())
+                .env("XDG_RUNTIME_DIR", dir.path())
+                .env("AWS_ACCESS_KEY_ID", "testing")
+                .env("AWS_SECRET_ACCESS_KEY", "testing")
+                .env("AWS_REGION", "ap-northeast-1")
+                .env("AWS_ENDPOINT_URL", &endpoint)
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env("LOCALITY_FALLBACK", reader);
+            if let Some((name, value)) = &zone_env {
+                cmd.env(name, value);
+            }
+            let env_php = dir.path().join("env.php");
+            let fpm = Fpm::start(cmd, dir, port);
+            let response = fpm.get(&env_php, "");
+            assert_eq!(response.status, 200, "{case}: {response:?}\n{}", fpm.logs());
+            let seen: serde_json::Value = serde_json::from_str(&response.body)
+                .unwrap_or_else(|e| panic!("{case}: {e}: {}\n{}", response.body, fpm.logs()));
+            eprintln!("{case}: a worker's getenv(): {seen}");
+            if !guide_pool {
+                for (name, value) in seen.as_object().unwrap() {
+                    assert_eq!(value, &serde_json::Value::Bool(false), "{case}: {name}");
+                }
+                continue;
+            }
+            let (host, port_a) = replica_a.split_once(':').unwrap();
+            for (name, expected) in [
+                ("LOCALITY_READ_ENDPOINT", replica_a.as_str()),
+                ("LOCALITY_READ_HOST", host),
+                ("LOCALITY_READ_PORT", port_a),
+                ("LOCALITY_FALLBACK", reader),
+                ("LOCALITY_ZONE", ZONE_A),
+                ("LOCALITY_ROUTE", "zone"),
+            ] {
+                assert_eq!(seen[name], expected, "{case}: {name}\n{}", fpm.logs());
+            }
+            let glide: serde_json::Value =
+                serde_json::from_str(seen["LOCALITY_GLIDE"].as_str().unwrap()).expect("the GLIDE JSON, intact");
+            assert_eq!(glide["client_az"], ZONE_A, "{case}");
+            assert_eq!(glide["read_from"], "AZAffinity", "{case}");
+            assert_eq!(
+                glide["addresses"].as_array().map(Vec::len),
+                Some(3),
+                "{case}: every node"
+            );
+        }
+        assert!(
+            ecs.take_requests().iter().any(|r| r == "GET /ecs/v4/task"),
+            "the Fargate case asked task metadata"
+        );
+    })
+    .await
+    .unwrap();
+}
+
+/// A loopback port whose connections time out: a listener that never accepts, its queue full
+/// (Linux then drops new SYNs, so a connect waits for its own timeout).
+struct BlackHole {
+    _listener: TcpListener,
+    _queued: Vec<TcpStream>,
+    endpoint: String,
+}
+
+impl BlackHole {
+    fn new() -> BlackHole {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut queued = Vec::new();
+        loop {
+            match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(stream) => queued.push(stream),
+                Err(_) => break,
+            }
+            assert!(queued.len() < 10_000, "the accept queue never filled");
+        }
+        BlackHole {
+            _listener: listener,
+            _queued: queued,
+            endpoint: addr.to_string(),
+        }
+    }
+}
+
+/// `php read.php KEY` with only these variables (and PATH).
+fn php_cli(script: &Path, key: &str, env: &[(&str, &str)]) -> (String, String, Duration) {
+    let started = Instant::now();
+    let out = Command::new("php")
+        .arg(script)
+        .arg(key)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .output()
+        .expect("php (Debian's php-cli; scripts/test installs it)");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        started.elapsed(),
+    )
+}
+
+/// Waits until `node` holds `key` (replication), without a GET (which the counts would see).
+fn wait_for_key(node: &Node, key: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut s) = TcpStream::connect(node.endpoint()) {
+            if command(&mut s, &["EXISTS", key]).is_ok_and(|r| r.starts_with(b":1")) {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "{key} did not reach {}", node.endpoint());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `examples/php/read.php`, the file the guide shows verbatim, run as written with phpredis
+/// against Valkey nodes (the zone's replica, and a replica of another zone standing for the
+/// reader endpoint), where each read went counted by the nodes' `cmdstat_get`:
+/// - `php read.php KEY`: on the replica; the replica killed: the same run reads from the reader
+///   (connection refused); a replica whose connects time out: the reader after one 300 ms wait;
+/// - under PHP-FPM (one worker, so its persistent connection is reused): on the replica; the
+///   replica killed between two requests: the second answered from the reader, status 200 and
+///   `X-Locality-Route: fallback`, not an error; the replica back: the worker keeps to the reader
+///   while APCu remembers the failure, and reads from the replica again after PHP-FPM restarts
+///   (APCu emptied); a replica whose connects time out costs the first request 300 ms and the
+///   next none.
+#[test]
+fn read_php_reads_in_the_zone_and_from_the_reader_when_the_replica_fails() {
+    let read_php = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/php/read.php");
+    assert_eq!(
+        guide_block("### Plan A: the zone's replica with phpredis", "php"),
+        std::fs::read_to_string(&read_php).unwrap(),
+        "the guide shows examples/php/read.php verbatim"
+    );
+    let primary = Node::start(ZONE_C, None);
+    let mut replica = Node::start(ZONE_A, Some(primary.port));
+    let reader = Node::start(ZONE_B, Some(primary.port));
+    const KEY: &str = "session:42";
+    const VALUE: &str = "cart=3 items";
+    let mut p = TcpStream::connect(primary.endpoint()).unwrap();
+    command(&mut p, &["SET", KEY, VALUE]).unwrap();
+    wait_for_key(&replica, KEY);
+    wait_for_key(&reader, KEY);
+    let gets = |replica: &Node| [replica.gets(), reader.gets()];
+    let (replica_at, reader_at) = (replica.endpoint(), reader.endpoint());
+    let env = |read: &str| {
+        [
+            ("LOCALITY_READ_ENDPOINT", read.to_string()),
+            ("LOCALITY_FALLBACK", reader_at.clone()),
+        ]
+    };
+    let cli = |read: &str| {
+        let vars = env(read);
+        let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        php_cli(&read_php, KEY, &pairs)
+    };
+
+    // The command line.
+    let before = gets(&replica);
+    let (out, err, _) = cli(&replica_at);
+    assert_eq!((out.as_str(), err.as_str()), (format!("{VALUE}\n").as_str(), ""));
+    assert_eq!(diff(before, gets(&replica)), [1, 0], "on the zone's replica");
+    replica.kill();
+    let before = gets(&replica);
+    let (out, err, _) = cli(&replica_at);
+    assert_eq!(out, format!("{VALUE}\n"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "read.php: {replica_at} failed (Connection refused): reading from the fallback"
+        )),
+        "{err}"
+    );
+    assert_eq!(diff(before, gets(&replica)), [0, 1], "on the reader");
+    let hole = BlackHole::new();
+    let before = gets(&replica);
+    let (out, err, elapsed) = cli(&hole.endpoint);
+    eprintln!("command line, a replica that times out: {elapsed:?}");
+    assert_eq!(out, format!("{VALUE}\n"), "{err}");
+    assert!(err.contains("timed out"), "{err}");
+    assert!(
+        elapsed >= Duration::from_millis(250) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    assert_eq!(diff(before, gets(&replica)), [0, 1]);
+    replica.restart();
+    wait_for_key(&replica, KEY);
+
+    // PHP-FPM, one worker, persistent connections, APCu.
+    let one_worker = "pm = static\npm.max_children = 1";
+    let start_fpm = |read: &str| {
+        let (dir, port) = Fpm::prepare(true, one_worker);
+        let mut cmd = Command::new(dir.path().join("bin/php-fpm"));
+        cmd.arg("-F").env_clear().envs(env(read));
+        let fpm = Fpm::start(cmd, dir, port);
+        let script = fpm.install(&read_php);
+        (fpm, script)
+    };
+    let query = format!("key={}", KEY.replace(':', "%3A"));
+    let (fpm, script) = start_fpm(&replica_at);
+    let apcu = Command::new(php_fpm_binary()).arg("-m").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&apcu.stdout).contains("apcu"),
+        "APCu is loaded in PHP-FPM (php-apcu)"
+    );
+    let before = gets(&replica);
+    let r = fpm.get(&script, &query);
+    assert_eq!(
+        (r.status, r.body.as_str(), r.header("X-Locality-Route")),
+        (200, format!("{VALUE}\n").as_str(), Some("zone")),
+        "{}",
+        fpm.logs()
+    );
+    assert_eq!(diff(before, gets(&replica)), [1, 0]);
+    replica.kill();
+    let before = gets(&replica);
+    let r = fpm.get(&script, &query);
+    assert_eq!(
+        (r.status, r.body.as_str(), r.header("X-Locality-Route")),
+        (200, format!("{VALUE}\n").as_str(), Some("fallback")),
+        "the worker's persistent connection died with the replica\n{}",
+        fpm.logs()
+    );
+    assert_eq!(diff(before, gets(&replica)), [0, 1]);
+    replica.restart();
+    wait_for_key(&replica, KEY);
+    let before = gets(&replica);
+    let r = fpm.get(&script, &query);
+    assert_eq!(
+        (r.status, r.header("X-Locality-Route")),
+        (200, Some("fallback")),
+        "APCu remembers the failure"
+    );
+    assert_eq!(
+        diff(before, gets(&replica)),
+        [0, 1],
+        "the replica is not asked while it is marked"
+    );
+    drop(fpm);
+    let (fpm, script) = start_fpm(&replica_at);
+    let before = gets(&replica);
+    let r = fpm.get(&script, &query);
+    assert_eq!(
+        (r.status, r.header("X-Locality-Route")),
+        (200, Some("zone")),
+        "{}",
+        fpm.logs()
+    );
+    assert_eq!(diff(before, gets(&replica)), [1, 0], "back on the replica");
+    drop(fpm);
+    let (fpm, script) = start_fpm(&hole.endpoint);
+    let before = gets(&replica);
+    let first = fpm.get(&script, &query);
+    let second = fpm.get(&script, &query);
+    eprintln!(
+        "PHP-FPM, a replica that times out: first request {:?}, second {:?}",
+        first.elapsed, second.elapsed
+    );
+    for r in [&first, &second] {
+        assert_eq!(
+            (r.status, r.body.as_str(), r.header("X-Locality-Route")),
+            (200, format!("{VALUE}\n").as_str(), Some("fallback"))
+        );
+    }
+    assert!(first.elapsed >= Duration::from_millis(280), "{:?}", first.elapsed);
+    assert!(
+        second.elapsed < first.elapsed && second.elapsed < Duration::from_millis(280),
+        "the second request skips the marked replica: {:?}",
+        second.elapsed
+    );
+    assert_eq!(diff(before, gets(&replica)), [0, 2]);
+}
+
+fn diff(before: [u64; 2], after: [u64; 2]) -> [u64; 2] {
+    [after[0] - before[0], after[1] - before[1]]
+}
+
+/// Stand-ins for GLIDE for PHP's two classes: the constructor parameters of
+/// `valkey-glide-php` 1.1 (`ValkeyGlide::__construct` and `ValkeyGlideCluster::__construct`,
+/// transcribed from its published stubs: PHP refuses a named argument these do not have) and its
+/// read strategy constants; each records what it was given.
+const GLIDE_STANDINS: &str = r#"<?php
+class ValkeyGlide {
+    public const READ_FROM_PRIMARY = 0;
+    public const READ_FROM_PREFER_REPLICA = 1;
+    public const READ_FROM_AZ_AFFINITY = 2;
+    public const READ_FROM_AZ_AFFINITY_REPLICAS_AND_PRIMARY = 3;
+    public array $given;
+    public function __construct(?array $addresses = null, bool $use_tls = false, ?array $credentials = null,
+        int $read_from = 0, ?int $request_timeout = null, ?array $reconnect_strategy = null,
+        ?int $database_id = null, ?string $client_name = null, ?string $client_az = null,
+        ?array $advanced_config = null, ?bool $lazy_connect = null, mixed $context = null) {
+        $this->given = compact('addresses', 'use_tls', 'read_from', 'client_az', 'request_timeout');
+    }
+}
+class ValkeyGlideCluster {
+    public array $given;
+    public function __construct(?string $name = null, ?array $seeds = null, ?float $timeout = null,
+        ?float $read_timeout = null, ?bool $persistent = null, mixed $auth = null, mixed $context = null,
+        ?array $addresses = null, ?bool $use_tls = null, ?array $credentials = null, ?int $read_from = null,
+        ?int $request_timeout = null, ?array $reconnect_strategy = null, ?string $client_name = null,
+        ?int $periodic_checks = null, ?string $client_az = null, ?array $advanced_config = null,
+        ?bool $lazy_connect = null, ?int $database_id = null) {
+        $this->given = compact('addresses', 'use_tls', 'read_from', 'client_az', 'request_timeout');
+    }
+}
+"#;
+
+/// The guide's GLIDE for PHP snippet, as written, run by PHP 8.2 against the stand-ins with
+/// `LOCALITY_GLIDE` = what `locality resolve --format glide` printed: standalone (every node)
+/// and cluster mode (the configuration endpoint), AZ affinity with and without the primary,
+/// TLS; each class is given exactly the addresses, TLS flag, read strategy and `client_az` the
+/// JSON holds. `AZAffinityAllNodes`, which GLIDE for PHP 1.1 lacks, ends in the snippet's
+/// exception naming the release that has it, never in a client that reads from the primary.
+#[test]
+fn the_glide_php_snippet_is_given_what_resolve_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let snippet = dir.path().join("glide_connect.php");
+    std::fs::write(&snippet, guide_block("### Plan B: Valkey GLIDE for PHP", "php")).unwrap();
+    let standins = dir.path().join("standins.php");
+    std::fs::write(&standins, GLIDE_STANDINS).unwrap();
+    let [p, a, c] = [0; 3].map(|_| format!("127.0.0.1:{}", common::server_port()));
+    let nodes = serde_json::json!([
+        {"endpoint": &p, "role": "primary", "zone": ZONE_C, "shard": "0001"},
+        {"endpoint": &a, "role": "replica", "zone": ZONE_A, "shard": "0001"},
+        {"endpoint": &c, "role": "replica", "zone": ZONE_C, "shard": "0001"},
+    ]);
+    let standalone = dir.path().join("standalone.json");
+    std::fs::write(
+        &standalone,
+        serde_json::json!({"version": 1, "fallback": &c, "zones": {ZONE_A: &a, ZONE_C: &c}, "nodes": &nodes})
+            .to_string(),
+    )
+    .unwrap();
+    let cluster = dir.path().join("cluster.json");
+    let configuration = format!("127.0.0.1:{}", common::server_port());
+    std::fs::write(&cluster, serde_json::json!({"version": 1, "fallback": &configuration, "zones": {}, "nodes": &nodes, "configuration_endpoint": &configuration}).to_string()).unwrap();
+    let driver = format!(
+        "require '{}'; require '{}'; $c = glide_connect(); echo json_encode(['class' => get_class($c), 'given' => $c->given]);",
+        standins.display(),
+        snippet.display()
+    );
+    for (map, extra, class, read_from) in [
+        (&standalone, &[][..], "ValkeyGlide", 2),
+        (
+            &standalone,
+            &[
+                "--read-from",
+                "az-affinity-replicas-and-primary",
+                "--tls",
+                "--tls-server-name",
+                "sessions.example",
+            ][..],
+            "ValkeyGlide",
+            3,
+        ),
+        (&cluster, &[][..], "ValkeyGlideCluster", 2),
+        (&standalone, &["--read-from", "az-affinity-all-nodes"][..], "", 0),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_locality"))
+            .args([
+                "resolve",
+                "--format",
+                "glide",
+                "--zone",
+                ZONE_A,
+                "--check-timeout",
+                "200ms",
+                "--map",
+            ])
+            .arg(map)
+            .args(extra)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let printed = String::from_utf8(out.stdout).unwrap();
+        let conf: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
+        let run = Command::new("php")
+            .args(["-r", &driver])
+            .env("LOCALITY_GLIDE", printed.trim())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr),
+        );
+        if class.is_empty() {
+            assert!(!run.status.success(), "{stdout}");
+            assert!(
+                format!("{stdout}{stderr}").contains("GLIDE for PHP has no read strategy AZAffinityAllNodes (AZAffinityAllNodes is in valkey-glide for Python 2.5.3 and later)"),
+                "{stdout}{stderr}"
+            );
+            continue;
+        }
+        assert!(run.status.success(), "{stdout}{stderr}");
+        let got: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+        eprintln!("{}: {got}", conf);
+        assert_eq!(got["class"], class, "{conf}");
+        assert_eq!(got["given"]["addresses"], conf["addresses"], "{conf}");
+        assert_eq!(got["given"]["use_tls"], conf["use_tls"]);
+        assert_eq!(got["given"]["client_az"], conf["client_az"]);
+        assert_eq!(got["given"]["client_az"], ZONE_A);
+        assert_eq!(got["given"]["read_from"], read_from);
+        assert_eq!(got["given"]["request_timeout"], 500);
+        if class == "ValkeyGlideCluster" {
+            let (host, port) = configuration.split_once(':').unwrap();
+            assert_eq!(
+                conf["addresses"],
+                serde_json::json!([{"host": host, "port": port.parse::<u16>().unwrap()}])
+            );
+        } else {
+            assert_eq!(conf["addresses"].as_array().unwrap().len(), 3, "every node");
+        }
+    }
+}
