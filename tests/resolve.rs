@@ -236,7 +236,7 @@ async fn ecs_lambda_and_the_cross_account_match_by_zone_id() {
         let r = resolve(&[("LOCALITY_ZONE", "ap-northeast-1c")], &["--map", &map, "--cache-dir", &cache("e"), "--format", "env"]);
         assert_eq!(
             r.stdout,
-            "export LOCALITY_READ_ENDPOINT='replica-c.example:6379'\nexport LOCALITY_READ_HOST='replica-c.example'\nexport LOCALITY_READ_PORT='6379'\nexport LOCALITY_ZONE='ap-northeast-1c'\nexport LOCALITY_ROUTE='zone'\n"
+            "export LOCALITY_READ_ENDPOINT='replica-c.example:6379'\nexport LOCALITY_READ_HOST='replica-c.example'\nexport LOCALITY_READ_PORT='6379'\nexport LOCALITY_ZONE='ap-northeast-1c'\nexport LOCALITY_ROUTE='zone'\nexport LOCALITY_FALLBACK='reader.example:6379'\n"
         );
     })
     .await

@@ -140,8 +140,9 @@ pub struct ResolveArgs {
     read_from: ReadFromArg,
 }
 
-/// `--read-from`.
+/// `--read-from` (its values are GLIDE's names, which all start alike).
 #[derive(Clone, Copy, ValueEnum)]
+#[allow(clippy::enum_variant_names)]
 enum ReadFromArg {
     /// AZAffinity
     AzAffinity,
