@@ -135,7 +135,7 @@ pub struct ResolveArgs {
     /// zone's replicas (else any replica); az-affinity-replicas-and-primary also from this
     /// zone's primary before leaving the zone; az-affinity-all-nodes from every node of this
     /// zone in turn, primary included (valkey-glide for Python 2.5.3 and later; GLIDE for
-    /// Node.js 2.5 and GLIDE for PHP 1.1 do not have it, and the guide's snippets refuse it).
+    /// Node.js 2.5.2 and GLIDE for PHP 1.1 do not have it, and the guide's snippets refuse it).
     #[arg(long, value_enum, default_value_t = ReadFromArg::AzAffinity)]
     read_from: ReadFromArg,
 }

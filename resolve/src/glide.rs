@@ -179,7 +179,7 @@ pub fn configure(options: &Options, read_from: ReadFrom) -> Result<(GlideConfig,
     warnings.extend(coverage(&map, &zone, read_from));
     if read_from == ReadFrom::AzAffinityAllNodes {
         warnings.push(format!(
-            "read_from AZAffinityAllNodes is in {ALL_NODES_SINCE} and later; GLIDE for Node.js 2.5 and GLIDE for PHP 1.1 do not have it (the guide's snippets refuse it rather than read from the primary only)"
+            "read_from AZAffinityAllNodes is in {ALL_NODES_SINCE} and later; GLIDE for Node.js 2.5.2 and GLIDE for PHP 1.1 do not have it (the guide's snippets refuse it rather than read from the primary only)"
         ));
     }
     let config = GlideConfig {
