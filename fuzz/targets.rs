@@ -232,17 +232,34 @@ fn flow_log(data: &[u8]) {
         zone: "ap-northeast-1a".to_string(),
         zone_id: None,
     }];
-    let mut tally = Tally::default();
-    for (n, line) in lines.enumerate() {
-        match parse(line, &layout) {
+    let mut tally = Tally::new(1_796_083_200);
+    let mut line = Vec::new();
+    let body = lines.collect::<Vec<_>>().join("\n");
+    let mut reader = std::io::BufReader::with_capacity(512, body.as_bytes());
+    let mut n = 0u64;
+    // Through the line cap as the reader reads (a small cap here, so that long lines are cut).
+    while let Ok((read, whole)) = locality::audit::read::read_line_capped(&mut reader, &mut line, 4096) {
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        let text = String::from_utf8_lossy(&line);
+        if !whole {
+            tally.skip("fuzz", n, "too long".into());
+            continue;
+        }
+        match parse(text.trim_end_matches(['\n', '\r']), &layout) {
             Ok(Record::Flow(flow)) => tally.add(&flow, |ip| (ip == nodes[0].address).then_some(0)),
-            Ok(_) => tally.records += 1,
-            Err(bad) => tally.skip("fuzz", n as u64 + 1, bad.0),
+            Ok(Record::NoData) => tally.no_data(),
+            Ok(Record::Rejected) => tally.rejected(),
+            Err(bad) => tally.skip("fuzz", n, bad.0),
         }
     }
     let figures = Figures::compute(&tally, &nodes, &subnets, 0.01);
     let _ = figures.to_table();
     let _ = figures.to_json();
     let _ = figures.to_prometheus();
-    let _ = locality::audit::athena::query("vpc_flow_logs", &nodes, &subnets, 0.01);
+    let _ = figures.why_no_share();
+    let _ = locality::audit::athena::query("vpc_flow_logs", &nodes, &subnets, 0.01, 1_796_169_600);
+    let _ = locality::audit::athena::check_table(&text);
 }

@@ -190,3 +190,65 @@ fn comments_point_only_at_files_in_the_repository() {
         "comments citing files outside the repository: {offenders:?}"
     );
 }
+
+/// `resolve/` has no circle between its modules (issue 52: `trusted` took from `source`, which
+/// took from `aws_error`, which took from `trusted`): the graph of `crate::` imports between
+/// its top-level modules (a folder is one module) has no cycle.
+#[test]
+fn resolve_has_no_circle_between_its_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("resolve/src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut edges: std::collections::BTreeMap<String, BTreeSet<String>> = std::collections::BTreeMap::new();
+    for file in &files {
+        let relative = file.strip_prefix(&root).unwrap();
+        let module = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        if module == "lib" || module == "main" || module == "bin" {
+            continue;
+        }
+        let targets = edges.entry(module.clone()).or_default();
+        for target in imports(&code(file), "crate::") {
+            if target != module {
+                targets.insert(target);
+            }
+        }
+    }
+    assert!(edges.len() > 5, "the checker sees resolve's modules: {edges:?}");
+    // Depth-first search for a back edge; the cycle is named.
+    fn visit(
+        node: &str,
+        edges: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for module in edges.keys() {
+        let cycle = visit(module, &edges, &mut Vec::new(), &mut done);
+        assert!(cycle.is_none(), "a circle in resolve/: {}", cycle.unwrap().join(" → "));
+    }
+}

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::moto::{Moto, ENV};
+use serde_json::json;
 
 /// 2026-12-01 00:00:00 UTC.
 const T0: u64 = 1_796_083_200;
@@ -24,6 +25,8 @@ const DEFAULT_HEADER: &str =
 /// A custom format, another order, with flow-direction (what a VPC-wide log might use).
 const CUSTOM_HEADER: &str =
     "interface-id flow-direction bytes srcaddr dstaddr start end action log-status pkt-srcaddr version";
+/// A custom format in yet another order, without flow-direction.
+const PLAIN_HEADER: &str = "account-id srcaddr dstaddr bytes start end interface-id log-status action";
 
 const ZONES: [&str; 3] = ["ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"];
 const PRIMARY: &str = "10.0.1.10";
@@ -46,10 +49,83 @@ fn eni(ip: &str) -> String {
     format!("eni-{}", ip.replace('.', ""))
 }
 
-/// One record, both spellings.
+/// One record, in the three formats.
 struct Line {
     default: String,
     custom: String,
+    plain: String,
+}
+
+/// The formats the generated records are written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// The default format (version 2): no flow-direction.
+    Default,
+    /// [`CUSTOM_HEADER`]: with flow-direction.
+    Custom,
+    /// [`PLAIN_HEADER`]: another order, no flow-direction.
+    Plain,
+}
+
+impl Format {
+    const ALL: [Format; 3] = [Format::Default, Format::Custom, Format::Plain];
+
+    fn header(self) -> &'static str {
+        match self {
+            Format::Default => DEFAULT_HEADER,
+            Format::Custom => CUSTOM_HEADER,
+            Format::Plain => PLAIN_HEADER,
+        }
+    }
+
+    fn of(self, line: &Line) -> &str {
+        match self {
+            Format::Default => &line.default,
+            Format::Custom => &line.custom,
+            Format::Plain => &line.plain,
+        }
+    }
+}
+
+/// Which interfaces the flow logs capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Capture {
+    /// Every interface of the VPC: each flow at both ends.
+    VpcWide,
+    /// The nodes' interfaces only (flow logs on the cache's subnets).
+    NodeInterfaces,
+    /// The clients' interfaces only (flow logs on the clients' subnets): a client outside every
+    /// subnet is never seen.
+    ClientInterfaces,
+    /// VPC-wide, but one pair (the lesser misrouted client with `ap-northeast-1c`'s replica) is
+    /// recorded only at its client's interface: the new user's set of issue 51.
+    OnePairAtItsClientOnly,
+}
+
+impl Capture {
+    const ALL: [Capture; 4] = [
+        Capture::VpcWide,
+        Capture::NodeInterfaces,
+        Capture::ClientInterfaces,
+        Capture::OnePairAtItsClientOnly,
+    ];
+
+    fn at_node(self, client: &str, node: &str) -> bool {
+        match self {
+            Capture::VpcWide | Capture::NodeInterfaces => true,
+            Capture::ClientInterfaces => false,
+            Capture::OnePairAtItsClientOnly => !(client == MISROUTED_LESS && node == REPLICAS[1]),
+        }
+    }
+
+    fn at_client(self, client: &str) -> bool {
+        zone_of(client).is_some() && self != Capture::NodeInterfaces
+    }
+
+    /// Whether records at the nodes' interfaces other than clients' flows are captured.
+    fn nodes_captured(self) -> bool {
+        self != Capture::ClientInterfaces
+    }
 }
 
 fn record(at: &str, direction: &str, src: &str, dst: &str, bytes: u64, start: u64, action: &str) -> Line {
@@ -63,6 +139,7 @@ fn record(at: &str, direction: &str, src: &str, dst: &str, bytes: u64, start: u6
             "{at} {direction} {bytes} {src} {dst} {start} {} {action} OK {src} 5",
             start + 60
         ),
+        plain: format!("{ACCOUNT} {src} {dst} {bytes} {start} {} {at} OK {action}", start + 60),
     }
 }
 
@@ -70,6 +147,7 @@ fn no_data(at: &str, start: u64) -> Line {
     Line {
         default: format!("2 {ACCOUNT} {at} - - - - - - - {start} {} - NODATA", start + 60),
         custom: format!("{at} - - - - {start} {} - NODATA - 5", start + 60),
+        plain: format!("{ACCOUNT} - - - {start} {} {at} NODATA -", start + 60),
     }
 }
 
@@ -80,6 +158,14 @@ struct Truth {
     pairs: BTreeMap<(String, String), u64>,
     window: (u64, u64),
     records: u64,
+    /// Records at the end that counts (the node's, or the client's where the node's is not captured).
+    counted: u64,
+    /// Records at the other end of a counted flow.
+    other_end: u64,
+    between_nodes: u64,
+    no_node: u64,
+    no_data: u64,
+    rejected: u64,
 }
 
 impl Truth {
@@ -123,6 +209,38 @@ impl Truth {
         (all, across)
     }
 
+    /// Per cross-zone client, the replicas it read from: (endpoint, zone, bytes), most first.
+    fn client_nodes(&self, client: &str) -> Vec<(String, String, u64)> {
+        let mut nodes: Vec<(String, String, u64)> = self
+            .pairs
+            .iter()
+            .filter(|((node, c), _)| {
+                c == client && Truth::role(node) == "replica" && zone_of(c).is_some_and(|z| Some(z) != zone_of(node))
+            })
+            .map(|((node, _), bytes)| (format!("{node}:6379"), zone_of(node).unwrap().to_string(), *bytes))
+            .collect();
+        nodes.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        nodes
+    }
+
+    /// Clients in no known subnet, most first: (address, bytes).
+    fn unknown_zone_clients(&self) -> Vec<(String, u64)> {
+        let mut clients: BTreeMap<String, u64> = BTreeMap::new();
+        for ((_, client), bytes) in &self.pairs {
+            if zone_of(client).is_none() {
+                *clients.entry(client.clone()).or_default() += bytes;
+            }
+        }
+        let mut list: Vec<(String, u64)> = clients.into_iter().collect();
+        list.sort_by_key(|c| std::cmp::Reverse(c.1));
+        list
+    }
+
+    /// The monthly estimate of `bytes` across zones, as the audit computes it.
+    fn monthly(&self, bytes: u64) -> f64 {
+        bytes as f64 * 2.0 * 0.01 / 1e9 * 2_592_000.0 / (self.window.1 - self.window.0) as f64
+    }
+
     fn cross_zone_clients(&self) -> Vec<(String, u64)> {
         let mut clients: BTreeMap<String, u64> = BTreeMap::new();
         for ((node, client), bytes) in &self.pairs {
@@ -151,6 +269,11 @@ impl Lcg {
 
 /// The records (every flow at both ends where both are in the VPC) and the truth.
 fn generate() -> (Vec<Line>, Truth) {
+    generate_captured(Capture::VpcWide)
+}
+
+/// The records as `capture` records them, and the truth of what they hold.
+fn generate_captured(capture: Capture) -> (Vec<Line>, Truth) {
     let mut rng = Lcg(42);
     let mut lines = Vec::new();
     let mut truth = Truth {
@@ -159,18 +282,27 @@ fn generate() -> (Vec<Line>, Truth) {
     };
     let flow =
         |lines: &mut Vec<Line>, truth: &mut Truth, client: &str, node: &str, request: u64, answer: u64, start: u64| {
-            let node_eni = eni(node);
-            // At the node: the request arrives (ingress), the answer leaves (egress).
-            lines.push(record(&node_eni, "ingress", client, node, request, start, "ACCEPT"));
-            lines.push(record(&node_eni, "egress", node, client, answer, start, "ACCEPT"));
-            // At the client, when its interface is in the VPC.
-            if zone_of(client).is_some() {
+            let (at_node, at_client) = (capture.at_node(client, node), capture.at_client(client));
+            if at_node {
+                // At the node: the request arrives (ingress), the answer leaves (egress).
+                let node_eni = eni(node);
+                lines.push(record(&node_eni, "ingress", client, node, request, start, "ACCEPT"));
+                lines.push(record(&node_eni, "egress", node, client, answer, start, "ACCEPT"));
+            }
+            if at_client {
+                // At the client, when its interface is in the VPC and captured.
                 let client_eni = eni(client);
                 lines.push(record(&client_eni, "egress", client, node, request, start, "ACCEPT"));
                 lines.push(record(&client_eni, "ingress", node, client, answer, start, "ACCEPT"));
             }
-            *truth.pairs.entry((node.to_string(), client.to_string())).or_default() += request + answer;
-            truth.window = (truth.window.0.min(start), truth.window.1.max(start + 60));
+            if at_node || at_client {
+                *truth.pairs.entry((node.to_string(), client.to_string())).or_default() += request + answer;
+                truth.window = (truth.window.0.min(start), truth.window.1.max(start + 60));
+                truth.counted += 2;
+                if at_node && at_client {
+                    truth.other_end += 2;
+                }
+            }
         };
     for minute in 0..360u64 {
         let start = T0 + minute * 60;
@@ -219,20 +351,28 @@ fn generate() -> (Vec<Line>, Truth) {
             flow(&mut lines, &mut truth, OUTSIDE, REPLICAS[0], 250, 3_000, start);
         }
         // Replication (between nodes) and other services: not a client's reads.
-        for replica in REPLICAS {
-            lines.push(record(&eni(PRIMARY), "egress", PRIMARY, replica, 700, start, "ACCEPT"));
+        if capture.nodes_captured() {
+            for replica in REPLICAS {
+                lines.push(record(&eni(PRIMARY), "egress", PRIMARY, replica, 700, start, "ACCEPT"));
+                truth.between_nodes += 1;
+            }
         }
-        lines.push(record(
-            &eni("10.0.1.100"),
-            "egress",
-            "10.0.1.100",
-            "10.0.9.9",
-            1_234,
-            start,
-            "ACCEPT",
-        ));
+        if capture.at_client("10.0.1.100") {
+            lines.push(record(
+                &eni("10.0.1.100"),
+                "egress",
+                "10.0.1.100",
+                "10.0.9.9",
+                1_234,
+                start,
+                "ACCEPT",
+            ));
+            truth.no_node += 1;
+        }
         // Rejected: nothing delivered.
-        if minute % 30 == 0 {
+        if minute % 30 == 0 && capture.nodes_captured() {
+            truth.rejected += 1;
+            truth.no_data += 1;
             lines.push(record(
                 &eni(REPLICAS[0]),
                 "ingress",
@@ -351,15 +491,19 @@ fn assert_figures(json: &serde_json::Value, truth: &Truth, what: &str) {
     let (inside, across, primary, unknown) = truth.totals();
     let share = inside as f64 / (inside + across) as f64;
     assert_eq!(json["in_zone_share"].as_f64(), Some(share), "{what}: share");
+    assert_eq!(json["in_zone_share_undefined_because"], serde_json::Value::Null, "{what}");
     assert_eq!(json["in_zone_bytes"], inside, "{what}");
     assert_eq!(json["cross_zone_bytes"], across, "{what}");
     assert_eq!(json["primary_cross_zone_bytes"], primary, "{what}");
     assert_eq!(json["unknown_zone_bytes"], unknown, "{what}");
     assert_eq!(json["window"]["start"], truth.window.0, "{what}");
     assert_eq!(json["window"]["end"], truth.window.1, "{what}");
-    let monthly = across as f64 * 2.0 * 0.01 / 1e9 * 2_592_000.0 / (truth.window.1 - truth.window.0) as f64;
-    let reported = json["estimated_monthly_cost_usd"].as_f64().unwrap();
-    assert!((reported - monthly).abs() <= 0.005, "{what}: {reported} vs {monthly}");
+    // As computed: not rounded.
+    assert_eq!(
+        json["estimated_monthly_cost_usd"].as_f64(),
+        Some(truth.monthly(across)),
+        "{what}"
+    );
     for node in json["nodes"].as_array().unwrap() {
         let endpoint = node["endpoint"].as_str().unwrap();
         let address = endpoint.trim_end_matches(":6379");
@@ -376,6 +520,63 @@ fn assert_figures(json: &serde_json::Value, truth: &Truth, what: &str) {
         .collect();
     assert_eq!(clients, truth.cross_zone_clients(), "{what}");
     assert_eq!(clients[0].0, MISROUTED, "{what}: the misrouted client at the top");
+    // Who read what from where, and what each costs a month.
+    for client in json["cross_zone_clients"].as_array().unwrap() {
+        let address = client["address"].as_str().unwrap();
+        let nodes: Vec<(String, String, u64)> = client["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                (
+                    n["endpoint"].as_str().unwrap().to_string(),
+                    n["zone"].as_str().unwrap().to_string(),
+                    n["bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(nodes, truth.client_nodes(address), "{what}: {address}");
+        let bytes = client["bytes"].as_u64().unwrap();
+        assert_eq!(
+            client["estimated_monthly_cost_usd"].as_f64(),
+            Some(truth.monthly(bytes)),
+            "{what}: {address}"
+        );
+    }
+    let unknown_clients: Vec<(String, u64)> = json["unknown_zone_clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["address"].as_str().unwrap().to_string(), c["bytes"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(unknown_clients, truth.unknown_zone_clients(), "{what}");
+    for client in json["unknown_zone_clients"].as_array().unwrap() {
+        // Only the node's interface sees a client outside every subnet.
+        assert_eq!(client["interface"], eni(REPLICAS[0]), "{what}: {client}");
+        assert_eq!(client["nodes"][0]["endpoint"], format!("{}:6379", REPLICAS[0]), "{what}");
+    }
+    // Every record read is counted or left out for a reason.
+    assert_eq!(json["records"], truth.records, "{what}");
+    assert_eq!(json["counted_records"], truth.counted, "{what}");
+    let skipped = &json["skipped"];
+    assert_eq!(skipped["other_end"], truth.other_end, "{what}: {skipped}");
+    assert_eq!(skipped["between_nodes"], truth.between_nodes, "{what}: {skipped}");
+    assert_eq!(skipped["no_node"], truth.no_node, "{what}: {skipped}");
+    assert_eq!(skipped["no_data"], truth.no_data, "{what}: {skipped}");
+    assert_eq!(skipped["rejected"], truth.rejected, "{what}: {skipped}");
+    assert_eq!(skipped["impossible"], 0, "{what}: {skipped}");
+    let left_out: u64 = skipped
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(reason, _)| *reason != "unparsed_lines")
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        truth.counted + left_out,
+        truth.records,
+        "{what}: counted and left out make every record"
+    );
 }
 
 struct Fixture {
@@ -419,10 +620,9 @@ fn a_folder_of_default_format_logs_gives_the_generators_figures_to_the_byte() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_figures(&json, &f.truth, "default format, VPC-wide");
-    assert_eq!(json["records"], f.truth.records);
-    assert_eq!(json["skipped"], 0);
-    assert_eq!(json["no_data"], 12);
-    assert_eq!(json["rejected"], 12);
+    assert_eq!(json["skipped"]["unparsed_lines"], 0);
+    assert_eq!(json["skipped"]["no_data"], 12);
+    assert_eq!(json["skipped"]["rejected"], 12);
     let (inside, across, ..) = f.truth.totals();
     eprintln!(
         "default format: {} records, share {:.4} ({inside} in, {across} across), {:?}",
@@ -551,9 +751,14 @@ fn bad_lines_are_skipped_and_named_and_a_truncated_gzip_fails_naming_it() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_figures(&json, &f.truth, "with bad lines");
-    assert_eq!(json["skipped"], 2);
-    assert_eq!(json["no_data"], 13);
+    assert_eq!(json["skipped"]["unparsed_lines"], 2);
+    assert_eq!(json["skipped"]["no_data"], 13);
+    // (The broken file's NODATA record is one more than the truth's.)
+    assert_eq!(json["records"], f.truth.records + 1);
+    let mut with_it = json.clone();
+    with_it["records"] = json!(f.truth.records);
+    with_it["skipped"]["no_data"] = json!(f.truth.no_data);
+    assert_figures(&with_it, &f.truth, "with bad lines");
     let first = json["first_skipped"].as_str().unwrap();
     assert!(
         first.contains("broken.log, line 3") && first.contains("6 fields"),
@@ -769,35 +974,13 @@ fn the_athena_query_in_duckdb_gives_the_audits_figures() {
         .unwrap();
     assert!(out.status.success(), "{command}: {}", text(&out.stderr));
     let sql = std::fs::read_to_string(f.dir.path().join("audit.sql")).unwrap();
-    let records = f.dir.path().join("records.log");
     let mut all = format!("{DEFAULT_HEADER}\n");
     for line in &f.lines {
         all.push_str(&line.default);
         all.push('\n');
     }
-    std::fs::write(&records, all).unwrap();
-    std::fs::write(f.dir.path().join("query.sql"), &sql).unwrap();
-    let python = common::venv_python("LOCALITY_DUCKDB_PYTHON", "audit-venv", "duckdb");
-    let script = r#"
-import duckdb, json, sys
-records, query = sys.argv[1], open(sys.argv[2]).read()
-db = duckdb.connect()
-db.execute("""CREATE TABLE vpc_flow_logs AS SELECT * FROM read_csv(?, delim=' ', header=true, nullstr='-',
-  columns={'version':'INTEGER','account_id':'VARCHAR','interface_id':'VARCHAR','srcaddr':'VARCHAR',
-  'dstaddr':'VARCHAR','srcport':'INTEGER','dstport':'INTEGER','protocol':'INTEGER','packets':'BIGINT',
-  'bytes':'BIGINT','start':'BIGINT','end':'BIGINT','action':'VARCHAR','log_status':'VARCHAR'})""", [records])
-cursor = db.execute(query)
-names = [d[0] for d in cursor.description]
-print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
-"#;
-    let out = Command::new(python)
-        .args(["-c", script])
-        .arg(&records)
-        .arg(f.dir.path().join("query.sql"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "duckdb: {}\n{sql}", text(&out.stderr));
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = duckdb_rows(f.dir.path(), &all, &sql);
+
     let audit_out = audit(
         &[
             "--map",
@@ -851,6 +1034,185 @@ print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
         kind("node").count(),
         sorted[0]
     );
+}
+
+/// Runs `sql` in DuckDB over `records` (a header line, then records), loaded as AWS's Athena
+/// integration names the columns (`interface-id` → `interface_id`); the rows, as JSON.
+fn duckdb_rows(dir: &Path, records: &str, sql: &str) -> Vec<serde_json::Value> {
+    let path = dir.join("records-for-duckdb.log");
+    std::fs::write(&path, records).unwrap();
+    std::fs::write(dir.join("query.sql"), sql).unwrap();
+    let python = common::venv_python("LOCALITY_DUCKDB_PYTHON", "audit-venv", "duckdb");
+    let script = r#"
+import duckdb, json, sys
+records, query = sys.argv[1], open(sys.argv[2]).read()
+header = open(records).readline().split()
+kinds = {'version': 'INTEGER', 'srcport': 'INTEGER', 'dstport': 'INTEGER', 'protocol': 'INTEGER',
+         'packets': 'BIGINT', 'bytes': 'BIGINT', 'start': 'BIGINT', 'end': 'BIGINT'}
+columns = {name.replace('-', '_'): kinds.get(name, 'VARCHAR') for name in header}
+db = duckdb.connect()
+db.execute("CREATE TABLE vpc_flow_logs AS SELECT * FROM read_csv(?, delim=' ', header=true, nullstr='-', columns=?)",
+           [records, columns])
+cursor = db.execute(query)
+names = [d[0] for d in cursor.description]
+print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
+"#;
+    let out = Command::new(python)
+        .args(["-c", script])
+        .arg(&path)
+        .arg(dir.join("query.sql"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "duckdb: {}\n{sql}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Every layout AWS delivers (VPC-wide, the nodes' interfaces only, the clients' interfaces
+/// only, one pair recorded only at its client's end) in every format (the default; a custom
+/// order with flow-direction; another without it): the CLI and the Athena query in DuckDB give
+/// the generator's figures, to the byte and to the last bit of the share and the estimate.
+#[test]
+fn every_layout_gives_the_truth_from_the_cli_and_from_the_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let out = audit(&["--map", &map, "--subnets", &subnets, "--print-sql", "athena"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sql = text(&out.stdout);
+    for capture in Capture::ALL {
+        let (lines, truth) = generate_captured(capture);
+        let (inside, across, ..) = truth.totals();
+        let share = inside as f64 / (inside + across) as f64;
+        for format in Format::ALL {
+            let what = format!("{capture:?}, {format:?} format");
+            let folder = dir.path().join(format!("{capture:?}-{format:?}"));
+            std::fs::create_dir_all(&folder).unwrap();
+            let texts: Vec<String> = lines.iter().map(|l| format.of(l).to_string()).collect();
+            for (n, part) in split(&texts, 2, Some(format.header())).iter().enumerate() {
+                std::fs::write(folder.join(format!("part{n}.log.gz")), gzip(part)).unwrap();
+            }
+            let out = audit(
+                &[
+                    "--map",
+                    &map,
+                    "--subnets",
+                    &subnets,
+                    "--flow-logs",
+                    &folder.display().to_string(),
+                    "--format",
+                    "json",
+                ],
+                &[],
+            );
+            assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_figures(&json, &truth, &what);
+
+            let mut all = format!("{}\n", format.header());
+            for line in &texts {
+                all.push_str(line);
+                all.push('\n');
+            }
+            let rows = duckdb_rows(dir.path(), &all, &sql);
+            let kind = |k: &'static str| rows.iter().filter(move |r| r["kind"] == k);
+            let summary = kind("summary").next().unwrap();
+            assert_eq!(summary["in_zone_share"].as_f64(), Some(share), "{what}: SQL {summary}");
+            assert_eq!(summary["cross_zone_bytes"], across, "{what}: SQL");
+            assert_eq!(
+                summary["estimated_monthly_cost_usd"].as_f64(),
+                Some(truth.monthly(across)),
+                "{what}: SQL"
+            );
+            assert_eq!(summary["window_start"], truth.window.0, "{what}: SQL");
+            assert_eq!(summary["window_end"], truth.window.1, "{what}: SQL");
+            for node in json["nodes"].as_array().unwrap() {
+                let row = kind("node").find(|r| r["name"] == node["endpoint"]).unwrap();
+                assert_eq!(row["bytes"], node["bytes"], "{what}: SQL {row}");
+                assert_eq!(row["cross_zone_bytes"], node["cross_zone_bytes"], "{what}: SQL {row}");
+            }
+            let mut sql_clients: Vec<(String, u64, Option<f64>)> = kind("client")
+                .map(|r| {
+                    (
+                        r["name"].as_str().unwrap().to_string(),
+                        r["cross_zone_bytes"].as_u64().unwrap(),
+                        r["estimated_monthly_cost_usd"].as_f64(),
+                    )
+                })
+                .collect();
+            sql_clients.sort_by_key(|c| std::cmp::Reverse(c.1));
+            let expected: Vec<(String, u64, Option<f64>)> = truth
+                .cross_zone_clients()
+                .into_iter()
+                .map(|(client, bytes)| (client, bytes, Some(truth.monthly(bytes))))
+                .collect();
+            assert_eq!(sql_clients, expected, "{what}: SQL clients");
+            eprintln!(
+                "{what}: truth share {share:.6} ({inside} B in, {across} B across), monthly {:.6} USD; CLI {} / {:.6}; SQL {} / {:.6}; {} records, {} counted",
+                truth.monthly(across),
+                json["in_zone_share"],
+                json["estimated_monthly_cost_usd"].as_f64().unwrap(),
+                summary["in_zone_share"],
+                summary["estimated_monthly_cost_usd"].as_f64().unwrap(),
+                truth.records,
+                truth.counted,
+            );
+        }
+    }
+}
+
+/// Records read and none counted: the share is undefined, and the audit says so loudly (exit
+/// 4; the table, the JSON and the textfile say how many records were left out and why).
+#[test]
+fn records_read_and_none_counted_is_never_a_quiet_none() {
+    let f = Fixture::new();
+    // A map of other nodes: every record has no node of this map at either end.
+    let other_map = r#"{"version":1,"fallback":"reader.example:6379","zones":{"ap-northeast-1a":"10.0.7.11:6379"},"nodes":[{"endpoint":"10.0.7.10:6379","role":"primary","zone":"ap-northeast-1a"},{"endpoint":"10.0.7.11:6379","role":"replica","zone":"ap-northeast-1a"}]}"#;
+    std::fs::write(f.dir.path().join("other-map.json"), other_map).unwrap();
+    let base = [
+        "--map",
+        &f.path("other-map.json"),
+        "--subnets",
+        &f.path("subnets.json"),
+        "--flow-logs",
+        &f.path("default"),
+    ];
+    let out = audit(&base, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let records = f.truth.records;
+    assert!(
+        table.contains(&format!("Records          {records} read, 0 counted, {records} left out")),
+        "{table}"
+    );
+    assert!(
+        table.contains("In-zone share    none: ") && table.contains("none is between a client and a node of the map"),
+        "{table}"
+    );
+    assert!(table.contains("no node of the map at either end"), "{table}");
+    assert!(!table.contains("No client read across zones"), "{table}");
+    assert!(text(&out.stderr).contains("the share is undefined"), "{}", text(&out.stderr));
+
+    let out = audit(&[&base[..], &["--format", "json"]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(4));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["in_zone_share"], serde_json::Value::Null);
+    assert!(json["in_zone_share_undefined_because"].as_str().unwrap().contains("left out"), "{json}");
+    assert_eq!(json["counted_records"], 0);
+    assert_eq!(json["skipped"]["no_node"], f.truth.records - 24);
+
+    let out = audit(&[&base[..], &["--format", "prometheus"]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(4));
+    let metrics = text(&out.stdout);
+    assert!(metrics.contains("locality_audit_in_zone_share_defined 0\n"), "{metrics}");
+    assert!(
+        metrics.contains(&format!("locality_audit_skipped_records{{reason=\"no_node\"}} {}\n", f.truth.records - 24)),
+        "{metrics}"
+    );
+    // --min-share keeps its exit status, 3.
+    let out = audit(&[&base[..], &["--min-share", "0.9"]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(3));
 }
 
 /// The guide's sample run, as written: its command in a folder holding `replica-map.json`,

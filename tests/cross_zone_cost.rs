@@ -14,19 +14,32 @@ use common::{Terraform, PREAMBLE};
 /// Queues Cost Explorer answers in moto: seven days, each with a matching usage type at
 /// `usd_per_day` (and 100 GB per USD) and one that must not count.
 fn inject(moto: &Moto, usd_per_day: f64) {
+    inject_groups(
+        moto,
+        &[
+            ("APN1-DataTransfer-Regional-Bytes", format!("{usd_per_day}"), format!("{}", usd_per_day * 100.0)),
+            ("APN1-BoxUsage:t3.micro", "1000".to_string(), "24".to_string()),
+        ],
+    );
+}
+
+/// Queues one Cost Explorer answer in moto: seven days (2026-11-24 to 2026-11-30), each with
+/// `groups` (usage type, UnblendedCost amount, UsageQuantity amount), amounts as written.
+fn inject_groups(moto: &Moto, groups: &[(&str, String, String)]) {
+    let groups: Vec<serde_json::Value> = groups
+        .iter()
+        .map(|(usage_type, usd, quantity)| {
+            serde_json::json!({"Keys": [usage_type],
+                "Metrics": {"UnblendedCost": {"Amount": usd, "Unit": "USD"},
+                            "UsageQuantity": {"Amount": quantity, "Unit": "GB"}}})
+        })
+        .collect();
     let days: Vec<serde_json::Value> = (24..31)
         .map(|day| {
             serde_json::json!({
                 "TimePeriod": {"Start": format!("2026-11-{day}"), "End": format!("2026-11-{}", day + 1)},
                 "Total": {},
-                "Groups": [
-                    {"Keys": ["APN1-DataTransfer-Regional-Bytes"],
-                     "Metrics": {"UnblendedCost": {"Amount": format!("{usd_per_day}"), "Unit": "USD"},
-                                 "UsageQuantity": {"Amount": format!("{}", usd_per_day * 100.0), "Unit": "GB"}}},
-                    {"Keys": ["APN1-BoxUsage:t3.micro"],
-                     "Metrics": {"UnblendedCost": {"Amount": "1000", "Unit": "USD"},
-                                 "UsageQuantity": {"Amount": "24", "Unit": "Hrs"}}}
-                ],
+                "Groups": groups,
                 "Estimated": false
             })
         })
@@ -57,6 +70,14 @@ fn terraform(moto: &Moto, body: &str) -> Terraform {
         ),
     );
     tf
+}
+
+/// Days since 1970-01-01 of a `YYYY-MM-DD` date (a civil-calendar count, no date crate).
+fn chrono_free_days(date: &str) -> i64 {
+    let parts: Vec<i64> = date.split('-').map(|p| p.parse().unwrap()).collect();
+    let (y, m, d) = (parts[0], parts[1], parts[2]);
+    let (y, m) = if m <= 2 { (y - 1, m + 12) } else { (y, m) };
+    365 * y + y / 4 - y / 100 + y / 400 + (153 * (m - 3) + 2) / 5 + d - 719_469
 }
 
 fn example() -> String {
@@ -98,12 +119,15 @@ fn the_check_block_warns_in_the_plan_over_budget_and_not_under() {
         .map(|i| &warning[i + 11..i + 21])
         .unwrap()
         .to_string();
-    let end = warning
-        .find(" to 20")
-        .map(|i| &warning[i + 4..i + 14])
+    let last = warning
+        .find(" through 20")
+        .map(|i| &warning[i + 9..i + 19])
         .unwrap()
         .to_string();
-    let shown = warning.replace(&start, "2026-11-27").replace(&end, "2026-12-04");
+    // The window's days as a person reads them: seven, the last one included.
+    let day = |d: &str| chrono_free_days(d);
+    assert_eq!(day(&last) - day(&start), 6, "{warning}");
+    let shown = warning.replace(&start, "2026-11-27").replace(&last, "2026-12-03");
     let after = &guide[guide.find("Over budget, every plan says so").unwrap()..];
     let block = &after[after.find("```text\n").unwrap() + 8..];
     let block = &block[..block.find("```").unwrap()];
@@ -212,4 +236,212 @@ fn cost_explorer_is_asked_in_us_east_1_and_faults_are_retried() {
         .collect();
     assert!(asked.len() >= 3, "{:?}", state.actions);
     assert!(asked.iter().all(|s| s.as_str() == "us-east-1/ce"), "{asked:?}");
+}
+
+/// The guide's drift check, as written, beside the cost check in one configuration: a plain
+/// `terraform plan -detailed-exitcode` exits 2 on every run (the check block's data source is
+/// read during apply), while the guide's command says "no drift" (exit 0) when nothing would
+/// change and under budget, and exits 2 naming the resource when something would.
+#[test]
+fn the_drift_check_and_the_cost_check_work_together() {
+    let moto = Moto::start();
+    for _ in 0..4 {
+        inject(&moto, 10.0);
+    }
+    let map = |replica: &str| {
+        format!(
+            r#"
+resource "locality_zone_replica_map" "cache" {{
+  fallback_endpoint = "reader.example:6379"
+  member {{
+    endpoint = "primary.example:6379"
+    zone     = "ap-northeast-1a"
+    role     = "primary"
+  }}
+  member {{
+    endpoint = "{replica}"
+    zone     = "ap-northeast-1c"
+  }}
+  file {{
+    path = "replica-map.json"
+  }}
+}}
+
+{}"#,
+            example()
+        )
+    };
+    let tf = terraform(&moto, &map("replica-c.example:6379"));
+    let apply = tf.run(&["apply", "-auto-approve", "-input=false"]);
+    assert_eq!(apply.code, 0, "{}", apply.all());
+
+    // The conflict the guide explains: exit 2 with nothing to change.
+    let plain = tf.run(&["plan", "-detailed-exitcode", "-input=false"]);
+    assert_eq!(plain.code, 2, "{}", plain.all());
+    assert!(plain.all().contains("will be read during apply"), "{}", plain.all());
+
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"))
+            .unwrap();
+    let after = &guide[guide.find("#### A drift check that lives with the cost check").unwrap()..];
+    let start = after.find("```sh\n").unwrap() + 6;
+    let command = after[start..start + after[start..].find("```").unwrap()].to_string();
+    let run = |tf: &Terraform| {
+        let base = tf.command(&["version"]);
+        let mut sh = std::process::Command::new("sh");
+        sh.args(["-c", &command]).current_dir(tf.dir.path());
+        for (k, v) in base.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        let out = sh.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&tf);
+    assert_eq!((code, stdout.as_str()), (Some(0), "no drift\n"), "{stderr}");
+    let plan = tf.read("drift.txt").unwrap();
+    assert!(plan.contains("No changes") || plan.contains("will be read during apply"), "{plan}");
+    assert!(!plan.contains("Check block assertion failed"), "under budget: {plan}");
+    eprintln!("drift check, nothing changed: {stdout}");
+
+    // A replica replaced: drift, named.
+    tf.write("main.tf", &tf.read("main.tf").unwrap().replace("replica-c.example", "replica-c2.example"));
+    let (code, stdout, stderr) = run(&tf);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert_eq!(stdout, "drift:\nlocality_zone_replica_map.cache: update\n", "{stderr}");
+    eprintln!("drift check, a replica replaced: {stdout}");
+
+    // A plan that fails is never a quiet "no drift".
+    tf.write("broken.tf", "resource \"locality_zone_replica_map\" \"broken\" {}\n");
+    let (code, stdout, _) = run(&tf);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(!stdout.contains("no drift"), "{stdout}");
+}
+
+/// A pattern that matches none of the usage types Cost Explorer reported is a warning naming
+/// the pattern and what it saw (not a silent 0); amounts that are not finite, non-negative
+/// numbers (NaN, 1e999, -1e308) are a warning naming the day and usage type, the totals stay
+/// numbers, and the page's check block does not fail the plan.
+#[test]
+fn a_pattern_that_matches_nothing_and_amounts_that_are_not_numbers_are_said() {
+    let moto = Moto::start();
+    inject_groups(
+        &moto,
+        &[
+            ("APN1-DataTransfer-Out-Bytes", "4.5".to_string(), "50".to_string()),
+            ("APN1-BoxUsage:t3.micro", "1000".to_string(), "24".to_string()),
+        ],
+    );
+    let window = "  start_date = \"2026-11-24\"\n  end_date   = \"2026-12-01\"\n";
+    let tf = terraform(
+        &moto,
+        &format!(
+            "data \"locality_cross_zone_cost\" \"week\" {{\n{window}  usage_type_pattern = \"InterZone\"\n}}\n\noutput \"total_usd\" {{\n  value = data.locality_cross_zone_cost.week.total_usd\n}}\n"
+        ),
+    );
+    let plan = tf.run(&["plan", "-input=false"]);
+    assert_eq!(plan.code, 0, "{}", plan.all());
+    let words = plan.all().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("Warning: No usage type matches the pattern"), "{words}");
+    assert!(
+        words.contains("contains usage_type_pattern \"InterZone\"")
+            && words.contains("APN1-BoxUsage:t3.micro (7000.00 USD)")
+            && words.contains("APN1-DataTransfer-Out-Bytes (31.50 USD)"),
+        "{words}"
+    );
+    assert!(words.contains("from 2026-11-24 to 2026-11-30"), "{words}");
+
+    let moto = Moto::start();
+    inject_groups(
+        &moto,
+        &[
+            ("APN1-DataTransfer-Regional-Bytes", "NaN".to_string(), "1e999".to_string()),
+            ("USE1-DataTransfer-Regional-Bytes", "-1e308".to_string(), "3".to_string()),
+            ("USW2-DataTransfer-Regional-Bytes", "2".to_string(), "200".to_string()),
+        ],
+    );
+    let tf = terraform(
+        &moto,
+        &format!(
+            "data \"locality_cross_zone_cost\" \"week\" {{\n{window}}}\n\noutput \"total_usd\" {{\n  value = data.locality_cross_zone_cost.week.total_usd\n}}\n\n\
+             output \"total_gb\" {{\n  value = data.locality_cross_zone_cost.week.total_gb\n}}\n\n\
+             check \"budget\" {{\n  assert {{\n    condition     = data.locality_cross_zone_cost.week.average_daily_usd <= 25\n    error_message = \"over\"\n  }}\n}}\n"
+        ),
+    );
+    let apply = tf.run(&["apply", "-auto-approve", "-input=false"]);
+    assert_eq!(apply.code, 0, "{}", apply.all());
+    let words = apply.all().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("Warning: Amounts that are not numbers were left out"), "{words}");
+    assert!(
+        words.contains("2026-11-24 APN1-DataTransfer-Regional-Bytes UnblendedCost = \"NaN\"")
+            && words.contains("2026-11-24 APN1-DataTransfer-Regional-Bytes UsageQuantity = \"1e999\"")
+            && words.contains("2026-11-24 USE1-DataTransfer-Regional-Bytes UnblendedCost = \"-1e308\""),
+        "{words}"
+    );
+    assert!(!words.contains("must not be null"), "{words}");
+    // Only the one good amount per day counts: 7 × 2 USD, 7 × (3 + 200) GB.
+    assert_eq!(tf.output("total_usd"), "14");
+    assert_eq!(tf.output("total_gb"), "1421");
+}
+
+/// Cost Explorer pages end: a server that gives the same NextPageToken forever is asked twice,
+/// one that gives a new token forever 100 times; each ends the plan with an error saying so
+/// (before: 2,408 requests until the plan was killed).
+#[test]
+fn endless_pages_of_cost_explorer_end_with_an_error() {
+    use common::fault_proxy::{Fault, FaultProxy};
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let body = "data \"locality_cross_zone_cost\" \"week\" {\n  start_date = \"2026-11-24\"\n  end_date   = \"2026-12-01\"\n}\n";
+    for (token, expected, requests) in [
+        (None, "a page token it had given before (page 2)", 2),
+        (Some(()), "more than 100 pages", 100),
+    ] {
+        let proxy = runtime.block_on(FaultProxy::start(&moto.endpoint));
+        {
+            let mut state = proxy.state.lock().unwrap();
+            for n in 0..150 {
+                let next = match token {
+                    None => "same".to_string(),
+                    Some(()) => format!("page-{n}"),
+                };
+                state.faults.push_back(Fault::Answer(format!(
+                    r#"{{"ResultsByTime":[{{"TimePeriod":{{"Start":"2026-11-24","End":"2026-11-25"}},"Total":{{}},"Groups":[],"Estimated":false}}],"DimensionValueAttributes":[],"NextPageToken":"{next}"}}"#
+                )));
+            }
+        }
+        let tf = {
+            let mut tf = Terraform::dev_overrides();
+            for (k, v) in ENV {
+                tf.env(k, v);
+            }
+            tf.write(
+                "main.tf",
+                &format!(
+                    "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\n{body}",
+                    proxy.endpoint()
+                ),
+            );
+            tf
+        };
+        let out = tf.fails(&["plan", "-input=false"]);
+        let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains(expected), "{words}");
+        let asked = proxy
+            .state
+            .lock()
+            .unwrap()
+            .actions
+            .iter()
+            .filter(|a| *a == "GetCostAndUsage")
+            .count();
+        assert_eq!(asked, requests, "{words}");
+        eprintln!("{expected}: {asked} requests");
+    }
 }

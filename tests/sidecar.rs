@@ -3800,6 +3800,36 @@ fn glide_standalone_from_resolve_reads_every_key_in_the_zone() {
             && env.contains("export LOCALITY_GLIDE_CLUSTER_MODE='false'\n"),
         "{env}"
     );
+    // The same nodes, a map without zone_ids: client_az cannot match. The warning names the
+    // mapping seen, and --strict refuses (exit 1, nothing on stdout for an `eval`).
+    let no_ids = dir.path().join("no-ids.json");
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&by_id).unwrap()).unwrap();
+    for node in doc["nodes"].as_array_mut().unwrap() {
+        node.as_object_mut().unwrap().remove("zone_id");
+    }
+    std::fs::write(&no_ids, doc.to_string()).unwrap();
+    let (config, stderr) = resolve_glide(&no_ids, &["--zone", ZONE_C], &[]);
+    assert_eq!(config["client_az"], ZONE_C, "{stderr}");
+    let mapping = format!("({ZONE_C} → apne1-az1)");
+    assert!(stderr.contains(&mapping) && stderr.contains("GLIDE will not match"), "{stderr}");
+    let strict = Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["resolve", "--format", "glide", "--strict", "--zone", ZONE_C, "--cache-dir"])
+        .arg(dir.path().join("cache-strict"))
+        .arg("--map")
+        .arg(&no_ids)
+        .env_remove("LOCALITY_ZONE")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    let refused = String::from_utf8_lossy(&strict.stderr);
+    assert_eq!(strict.status.code(), Some(1), "{refused}");
+    assert!(strict.stdout.is_empty(), "{}", String::from_utf8_lossy(&strict.stdout));
+    assert!(refused.contains("--strict: client_az cannot match") && refused.contains(&mapping), "{refused}");
+    eprintln!("--strict: {refused}");
+    // With zone_ids (the first map), --strict prints as without it.
+    let (config, _) = resolve_glide(&by_id, &["--zone", ZONE_C, "--strict"], &[]);
+    assert_eq!(config["client_az"], "apne1-az1");
+
     // No node answers: the map's spelling, and a warning that GLIDE would read from any replica.
     drop((id_primary, id_b, id_c));
     let (config, stderr) = resolve_glide(&by_id, &["--zone", ZONE_C], &[]);

@@ -838,3 +838,65 @@ fn file_and_directory_permissions() {
     let plan = plain.ok(&["plan"]);
     assert!(!plan.contains("file_permission"), "{plan}");
 }
+
+/// Cluster mode from `member` blocks (each with its shard) and `configuration_endpoint`, no
+/// `fallback_endpoint`: the fallback defaults to the configuration endpoint (as with
+/// discovery), the map has no zone entry, and `locality resolve` on it points at
+/// `--format glide` rather than saying "no entry for zone".
+#[test]
+fn a_cluster_from_member_blocks_needs_no_fallback_and_resolve_points_at_glide() {
+    let tf = Terraform::dev_overrides();
+    tf.write(
+        "main.tf",
+        &format!(
+            r#"{PREAMBLE}
+provider "locality" {{}}
+
+resource "locality_zone_replica_map" "cache" {{
+  configuration_endpoint = "clustercfg.sessions.example:6379"
+
+  member {{
+    endpoint = "sessions-0001-001.example:6379"
+    zone     = "ap-northeast-1a"
+    role     = "primary"
+    shard    = "0001"
+  }}
+  member {{
+    endpoint = "sessions-0001-002.example:6379"
+    zone     = "ap-northeast-1c"
+    shard    = "0001"
+  }}
+
+  file {{
+    path = "replica-map.json"
+  }}
+}}
+"#
+        ),
+    );
+    let out = tf.ok(&["apply", "-auto-approve"]);
+    assert!(out.contains("1 added"), "{out}");
+    let doc: serde_json::Value = serde_json::from_str(&tf.read("replica-map.json").unwrap()).unwrap();
+    assert_eq!(doc["fallback"], "clustercfg.sessions.example:6379", "{doc}");
+    assert_eq!(doc["configuration_endpoint"], "clustercfg.sessions.example:6379", "{doc}");
+    assert_eq!(doc["zones"], serde_json::json!({}), "{doc}");
+    tf.assert_no_changes();
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_locality"))
+        .args(["resolve", "--zone", "ap-northeast-1c", "--map"])
+        .arg(tf.path("replica-map.json"))
+        .arg("--cache-dir")
+        .arg(tf.path("cache"))
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("LOCALITY_ZONE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "clustercfg.sessions.example:6379\n");
+    assert!(
+        stderr.contains("cluster-mode-enabled") && stderr.contains("--format glide") && !stderr.contains("no entry for zone"),
+        "{stderr}"
+    );
+    eprintln!("resolve on a cluster's map: {stderr}");
+}

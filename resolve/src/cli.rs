@@ -138,6 +138,11 @@ pub struct ResolveArgs {
     /// Node.js 2.5.2 and GLIDE for PHP 1.1 do not have it, and the guide's snippets refuse it).
     #[arg(long, value_enum, default_value_t = ReadFromArg::AzAffinity)]
     read_from: ReadFromArg,
+    /// With --format glide or glide-env: exit 1, printing nothing, when client_az is known not
+    /// to match how the nodes spell zones (e.g. they report AZ IDs and the map has no
+    /// zone_ids), instead of printing it with a warning.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// `--read-from` (its values are GLIDE's names, which all start alike).
@@ -368,6 +373,7 @@ pub fn resolve(args: ResolveArgs) -> ExitCode {
     };
     options.check = args.check;
     options.unhealthy_ttl = std::time::Duration::from_secs(args.unhealthy_ttl);
+    options.strict = args.strict;
     let read_from = match args.read_from {
         ReadFromArg::AzAffinity => crate::glide::ReadFrom::AzAffinity,
         ReadFromArg::AzAffinityReplicasAndPrimary => crate::glide::ReadFrom::AzAffinityReplicasAndPrimary,

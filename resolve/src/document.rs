@@ -322,7 +322,13 @@ impl ReplicaMap {
         match single {
             Some(endpoint) if is_endpoint(endpoint) => Ok(vec![endpoint.clone()]),
             Some(_) => Err(format!("the map's entry for zone {key} is not host:port")),
-            None => Err(format!("the map has no entry for zone {}", zone.describe())),
+            None => match &self.configuration_endpoint {
+                // A cluster's map has no zone entries: no one node serves every key.
+                Some(configuration) if self.zones.is_empty() && self.replicas.is_empty() => Err(format!(
+                    "the map is a cluster-mode-enabled group's (configuration endpoint {configuration}): it has no entry per zone, since no one node serves every key; a cluster client routes each key to its zone's node: configure Valkey GLIDE's cluster client with `locality resolve --format glide` (or glide-env) instead"
+                )),
+                _ => Err(format!("the map has no entry for zone {}", zone.describe())),
+            },
         }
     }
 }
@@ -377,6 +383,15 @@ mod tests {
             .candidates(&zone(Some("ap-northeast-1d"), None), "h")
             .unwrap_err()
             .contains("no entry for zone ap-northeast-1d"));
+        // A cluster's map: pointed at GLIDE, not "no entry".
+        let cluster = ReplicaMap::parse(
+            r#"{"version":1,"fallback":"clustercfg.g.example:6379","zones":{},"configuration_endpoint":"clustercfg.g.example:6379"}"#,
+        )
+        .unwrap();
+        let why = cluster
+            .candidates(&zone(Some("ap-northeast-1a"), None), "h")
+            .unwrap_err();
+        assert!(why.contains("cluster-mode-enabled") && why.contains("--format glide"), "{why}");
         // An ID the map does not know: no entry (not a name match).
         assert!(map
             .candidates(&zone(Some("ap-northeast-1c"), Some("apne1-az1")), "h")

@@ -110,12 +110,25 @@ fn address(endpoint: &str) -> Option<Address> {
     })
 }
 
+/// What [`configure`] gives: the configuration, the warnings for stderr, and, when `client_az`
+/// is known not to match the nodes' spelling of zones, why (what `--strict` refuses).
+#[derive(Debug, Clone)]
+pub struct Configured {
+    /// The client's configuration.
+    pub config: GlideConfig,
+    /// Warnings for stderr.
+    pub warnings: Vec<String>,
+    /// Why `client_az` cannot match the spelling the nodes report, naming the mapping seen.
+    pub unmatched: Option<String>,
+}
+
 /// The configuration for this process, and the warnings for stderr.
 ///
 /// # Errors
 /// The map cannot be read and no fallback is given.
-pub fn configure(options: &Options, read_from: ReadFrom) -> Result<(GlideConfig, Vec<String>), String> {
+pub fn configure(options: &Options, read_from: ReadFrom) -> Result<Configured, String> {
     let mut warnings = Vec::new();
+    let mut unmatched = None;
     let (zone, _, zone_failure, _) = crate::find_zone(options);
     let map = match crate::read_map(options) {
         Ok((map, notes)) => {
@@ -138,7 +151,11 @@ pub fn configure(options: &Options, read_from: ReadFrom) -> Result<(GlideConfig,
                 client_az: zone.as_ref().map(spelled_by_map_default),
                 use_tls: options.tls,
             };
-            return Ok((config, warnings));
+            return Ok(Configured {
+                config,
+                warnings,
+                unmatched,
+            });
         }
     };
     let cluster_mode = map.configuration_endpoint.is_some();
@@ -173,9 +190,13 @@ pub fn configure(options: &Options, read_from: ReadFrom) -> Result<(GlideConfig,
             client_az: None,
             use_tls: options.tls,
         };
-        return Ok((config, warnings));
+        return Ok(Configured {
+            config,
+            warnings,
+            unmatched,
+        });
     };
-    let client_az = client_az(options, &map, &zone, &mut warnings);
+    let client_az = client_az(options, &map, &zone, &mut warnings, &mut unmatched);
     warnings.extend(coverage(&map, &zone, read_from));
     if read_from == ReadFrom::AzAffinityAllNodes {
         warnings.push(format!(
@@ -189,7 +210,11 @@ pub fn configure(options: &Options, read_from: ReadFrom) -> Result<(GlideConfig,
         client_az: Some(client_az),
         use_tls: options.tls,
     };
-    Ok((config, warnings))
+    Ok(Configured {
+        config,
+        warnings,
+        unmatched,
+    })
 }
 
 /// The zone as the map would spell it: its name when known, else its ID.
@@ -221,7 +246,13 @@ fn zone_name(map: &ReplicaMap, zone: &Zone) -> Option<String> {
 
 /// `client_az`: the spelling one node reports (asked in `INFO server`, this zone's nodes
 /// first, within the check timeout), this zone mapped to it.
-fn client_az(options: &Options, map: &ReplicaMap, zone: &Zone, warnings: &mut Vec<String>) -> String {
+fn client_az(
+    options: &Options,
+    map: &ReplicaMap,
+    zone: &Zone,
+    warnings: &mut Vec<String>,
+    unmatched: &mut Option<String>,
+) -> String {
     let mut asked: Vec<&Node> = map.nodes.iter().filter(|n| n.in_zone(zone)).collect();
     asked.extend(map.nodes.iter().filter(|n| !n.in_zone(zone)));
     let mut endpoints: Vec<String> = asked.iter().map(|n| n.endpoint.clone()).collect();
@@ -252,24 +283,33 @@ fn client_az(options: &Options, map: &ReplicaMap, zone: &Zone, warnings: &mut Ve
         ));
         return fallback;
     };
+    // The mapping seen: the zone the map gives that node → the spelling it reports.
+    let seen = match map.nodes.iter().find(|n| n.endpoint == endpoint) {
+        Some(node) => format!("{endpoint} is in {} by the map and reports {az} ({} → {az})", node.zone, node.zone),
+        None => format!("{endpoint} reports its zone as {az}"),
+    };
     if is_zone_id(&az) {
         if let Some(id) = zone_id(map, zone) {
             return id;
         }
-        warnings.push(format!(
-            "{endpoint} reports its zone as the AZ ID {az}, and this process's zone {} has no ID in the map (publish zone_ids, or set LOCALITY_ZONE to the ID): client_az is {fallback}, which GLIDE will not match, so it reads from any replica",
+        let why = format!(
+            "{seen}: the nodes spell zones by AZ ID, and this process's zone {} has no ID in the map (publish zone_ids, or set LOCALITY_ZONE to the ID): client_az is {fallback}, which GLIDE will not match, so it reads from any replica",
             zone.describe()
-        ));
+        );
+        warnings.push(why.clone());
+        *unmatched = Some(why);
         return fallback;
     }
     if is_zone_name(&az) {
         if let Some(name) = zone_name(map, zone) {
             return name;
         }
-        warnings.push(format!(
-            "{endpoint} reports its zone as the AZ name {az}, and this process's zone {} has no name in the map: client_az is {fallback}, which GLIDE will not match, so it reads from any replica",
+        let why = format!(
+            "{seen}: the nodes spell zones by AZ name, and this process's zone {} has no name in the map: client_az is {fallback}, which GLIDE will not match, so it reads from any replica",
             zone.describe()
-        ));
+        );
+        warnings.push(why.clone());
+        *unmatched = Some(why);
         return fallback;
     }
     warnings.push(format!(

@@ -35,6 +35,8 @@ pub mod glide;
 // HAProxy, its runtime API over a Unix socket, and signals: Unix only.
 #[cfg(unix)]
 pub mod sidecar;
+// An I/O error in plain words (the lowest room: it uses nothing of this crate).
+mod io_problem;
 pub mod source;
 // Directories and files no other local user can swap (owners and modes from the root down).
 #[cfg(unix)]
@@ -87,6 +89,9 @@ pub struct Options {
     pub map_timeout: Duration,
     /// What spreads hosts over a zone's replicas (default: the host name).
     pub host_key: String,
+    /// With `--format glide`: fail (exit 1) when `client_az` is known not to match the nodes'
+    /// spelling of zones, instead of printing it with a warning.
+    pub strict: bool,
 }
 
 impl Options {
@@ -111,6 +116,7 @@ impl Options {
             fallback: None,
             map_timeout: Duration::from_secs(5),
             host_key: host_name(),
+            strict: false,
         }
     }
 }
@@ -507,9 +513,21 @@ pub enum Format {
 pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err: &mut dyn std::io::Write) -> u8 {
     if let Format::Glide(read_from) | Format::GlideEnv(read_from) = format {
         return match glide::configure(options, read_from) {
-            Ok((config, warnings)) => {
+            Ok(glide::Configured {
+                config,
+                warnings,
+                unmatched,
+            }) => {
                 for warning in &warnings {
                     let _ = writeln!(err, "{} {warning}", crate::prefix("resolve"));
+                }
+                if let (true, Some(why)) = (options.strict, &unmatched) {
+                    let _ = writeln!(
+                        err,
+                        "{} --strict: client_az cannot match the nodes' spelling of zones, so nothing is printed ({why})",
+                        crate::prefix("resolve")
+                    );
+                    return 1;
                 }
                 let text = match format {
                     Format::GlideEnv(_) => config.to_env(),

@@ -170,17 +170,6 @@ impl MapSource {
     }
 }
 
-/// An I/O error as a reader of a message expects it: "no such file", "permission denied".
-pub(crate) fn io_problem(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        std::io::ErrorKind::IsADirectory => "it is a directory".into(),
-        std::io::ErrorKind::InvalidData => "it is not UTF-8 text".into(),
-        _ => e.to_string(),
-    }
-}
-
 /// Opens the map file: on Unix, as [`crate::trusted::open_checked`] opens a file that steers
 /// where reads go (refused as root when another user could have put it there, a warning
 /// otherwise).
@@ -194,7 +183,7 @@ fn open_map_file(path: &std::path::Path) -> Result<(std::fs::File, Vec<String>),
     let file = std::fs::File::open(path).map_err(|e| {
         ReadError::new(
             io_class(&e),
-            format!("{} cannot be read ({})", path.display(), io_problem(&e)),
+            format!("{} cannot be read ({})", path.display(), crate::io_problem::io_problem(&e)),
         )
     })?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
@@ -228,7 +217,7 @@ fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>, MapVersion)
         .map_err(|e| {
             ReadError::new(
                 io_class(&e),
-                format!("{} cannot be read ({})", path.display(), io_problem(&e)),
+                format!("{} cannot be read ({})", path.display(), crate::io_problem::io_problem(&e)),
             )
         })?;
     if text.len() > MAX_MAP_BYTES {

@@ -366,7 +366,7 @@ pub fn open_checked(path: &Path, what: &str) -> Result<(std::fs::File, Vec<Strin
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => format!(
                     "{} cannot be read ({})",
                     path.display(),
-                    crate::source::io_problem(&std::io::Error::from(kind))
+                    crate::io_problem::io_problem(&std::io::Error::from(kind))
                 ),
                 // The system's own words, with the place (out of descriptors: "Too many open files").
                 _ => format!("{} cannot be read ({})", path.display(), e.problem),

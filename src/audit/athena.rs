@@ -12,7 +12,62 @@ use std::net::IpAddr;
 
 use locality_resolve::document::NodeRole;
 
+use super::tally::{EARLIEST_START, LINK_BYTES_PER_SECOND, LONGEST_WINDOW_SECONDS};
 use super::topology::{Node, Subnets};
+
+/// Checks `--table`: a table name, `db.table` or `catalog.db.table`, each part an identifier
+/// (letters, digits and `_`, not starting with a digit) or a quoted one (`"…"`, `""` for a
+/// quote, no control characters). Nothing else reaches the SQL.
+///
+/// # Errors
+/// A sentence saying what is allowed.
+pub fn check_table(name: &str) -> Result<(), String> {
+    let refuse = || {
+        Err(format!(
+            "--table {:?} is not a table name: give NAME, DATABASE.NAME or CATALOG.DATABASE.NAME, each part letters, digits and _ (not starting with a digit), or quoted as \"part\"",
+            name.chars().take(80).collect::<String>()
+        ))
+    };
+    let mut parts = 0;
+    let mut rest = name;
+    loop {
+        parts += 1;
+        if let Some(quoted) = rest.strip_prefix('"') {
+            // Up to the closing quote ("" is a quote inside).
+            let mut end = None;
+            let mut chars = quoted.char_indices().peekable();
+            while let Some((at, c)) = chars.next() {
+                if c.is_control() {
+                    return refuse();
+                }
+                if c == '"' {
+                    if chars.peek().is_some_and(|(_, next)| *next == '"') {
+                        chars.next();
+                        continue;
+                    }
+                    end = Some(at);
+                    break;
+                }
+            }
+            let Some(end) = end.filter(|e| *e > 0) else { return refuse() };
+            rest = &quoted[end + 1..];
+        } else {
+            let length = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if length == 0 || rest.starts_with(|c: char| c.is_ascii_digit()) {
+                return refuse();
+            }
+            rest = &rest[length..];
+        }
+        match rest.strip_prefix('.') {
+            Some(next) if parts < 3 => rest = next,
+            Some(_) => return refuse(),
+            None if rest.is_empty() => return Ok(()),
+            None => return refuse(),
+        }
+    }
+}
 
 /// A string literal.
 fn text(value: &str) -> String {
@@ -34,15 +89,17 @@ fn ipv4_number(column: &str) -> String {
         .join(" + ")
 }
 
-/// The query.
-pub fn query(table: &str, nodes: &[Node], subnets: &Subnets, price_per_gb: f64) -> String {
+/// The query. `latest_end` is the latest end a record may have (epoch seconds: when the query
+/// is printed, plus a day), as [`super::tally`] bounds records.
+pub fn query(table: &str, nodes: &[Node], subnets: &Subnets, price_per_gb: f64, latest_end: u64) -> String {
     let mut sql = String::new();
     let _ = writeln!(
         sql,
         "-- Where reads to the cache went, from VPC Flow Logs: `locality audit --print-sql athena`.\n\
          -- One row per figure: kind 'summary' (in-zone share, cross-zone replica bytes, monthly estimate,\n\
          -- window), 'primary' (cross-zone bytes with the primary: writes), 'unknown' (bytes with clients in\n\
-         -- no known subnet), 'node' (per node) and 'client' (the 20 clients with the most cross-zone bytes)."
+         -- no known subnet), 'node' (per node) and 'client' (the 20 clients with the most cross-zone bytes, each\n\
+         -- with its monthly estimate)."
     );
     sql.push_str("WITH nodes (address, endpoint, role, node_zone, node_zone_id) AS (\n  VALUES\n");
     let rows: Vec<String> = nodes
@@ -92,6 +149,10 @@ records AS (
   SELECT srcaddr, dstaddr, bytes, start, "end", interface_id
   FROM {table}
   WHERE log_status = 'OK' AND action = 'ACCEPT'
+    -- Possible records only: a window of at most {LONGEST_WINDOW_SECONDS} s, from 2015-06-01 to a day after the query
+    -- was printed, and bytes a link can carry in it ({LINK_BYTES_PER_SECOND} bytes a second).
+    AND start >= {EARLIEST_START} AND "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS}
+    AND "end" <= {latest_end} AND bytes <= {LINK_BYTES_PER_SECOND} * ("end" - start + 1)
 ),
 flows AS (
   SELECT n.address, r.srcaddr AS client, r.interface_id, r.bytes
@@ -185,9 +246,40 @@ SELECT 'node', n.endpoint, n.role, n.node_zone,
 FROM nodes n LEFT JOIN joined j ON j.address = n.address
 GROUP BY n.endpoint, n.address, n.role, n.node_zone
 UNION ALL
-SELECT 'client', client, 'replica', client_zone, NULL, bytes, NULL, NULL, NULL, NULL
-FROM clients WHERE rank <= 20
+SELECT 'client', c.client, 'replica', c.client_zone, NULL, c.bytes, NULL,
+       CASE WHEN w.window_end > w.window_start
+            THEN CAST(c.bytes AS DOUBLE) * 2 * {price_per_gb} / 1e9 * 2592000 / (w.window_end - w.window_start) END,
+       NULL, NULL
+FROM clients c CROSS JOIN window_bounds w WHERE c.rank <= 20
 "#
     );
     sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_table;
+
+    #[test]
+    fn a_table_is_an_identifier_or_it_is_refused() {
+        for good in ["vpc_flow_logs", "flowlogs.vpc_flow_logs", "awsdatacatalog.db.t", "\"my-db\".\"flow logs\"", "\"a\"\"b\""] {
+            assert_eq!(check_table(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "t; DROP TABLE x",
+            "t --",
+            "1table",
+            "a.b.c.d",
+            "a.",
+            "\"unclosed",
+            "\"\"",
+            "\"a\nb\"",
+            "t)",
+            "t UNION SELECT 1",
+        ] {
+            let refused = check_table(bad).unwrap_err();
+            assert!(refused.contains("is not a table name"), "{bad}: {refused}");
+        }
+    }
 }

@@ -37,8 +37,11 @@ use self::read::{Input, Location, Reading};
 use self::report::Figures;
 use self::topology::Subnets;
 
-/// Exit status when the share is below `--min-share`.
+/// Exit status when the share is below `--min-share`, or undefined under it.
 pub const BELOW_MIN_SHARE: u8 = 3;
+/// Exit status when the share is undefined (no replica bytes with a client of known zone were
+/// counted) and no `--min-share` was given: the report says what was read and left out.
+pub const NO_SHARE: u8 = 4;
 
 /// The flags of `locality audit`.
 #[derive(clap::Args, Debug)]
@@ -47,7 +50,7 @@ pub const BELOW_MIN_SHARE: u8 = 3;
   locality audit --map replica-map.json --subnets subnets.json --flow-logs ./flow-logs --format json --min-share 0.95
   locality audit --map replica-map.json --subnets subnets.json --print-sql athena
 
-Exit status: 0; 1 when something cannot be read (nothing half-counted is printed); 2 for a usage error; 3 when the in-zone share is below --min-share.")]
+Exit status: 0; 1 when something cannot be read (nothing half-counted is printed); 2 for a usage error; 3 when the in-zone share is below --min-share (or undefined with it); 4 when the share is undefined: records were read and none was a replica's bytes with a client of known zone (the report says what was left out and why).")]
 pub struct AuditArgs {
     /// The replica map: a file path, ssm:<name>, secretsmanager:<id> or secretsmanager:<id>#<key>.
     /// Its `nodes` (every node, its role and zone) when it lists them, else its zones' replicas.
@@ -138,6 +141,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
             args.price_per_gb
         )));
     }
+    athena::check_table(&args.table).map_err(Failure::Usage)?;
     let fields = match &args.fields {
         Some(fields) => Layout::from_header(fields).map_err(|e| Failure::Usage(format!("--fields: {e}")))?,
         None => Layout::default_format(),
@@ -198,10 +202,14 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     }
 
     if let Some(SqlEngine::Athena) = args.print_sql {
+        let latest_end = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .saturating_add(86_400);
         let _ = write!(
             out,
             "{}",
-            athena::query(&args.table, &nodes, &subnets, args.price_per_gb)
+            athena::query(&args.table, &nodes, &subnets, args.price_per_gb, latest_end)
         );
         return Ok(0);
     }
@@ -272,7 +280,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         let _ = writeln!(
             err,
             "locality audit: warning: {} line(s) skipped; the first: {first}",
-            figures.skipped
+            figures.left_out.unparsed_lines
         );
     }
     let rendered = match args.format {
@@ -294,9 +302,18 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         (Some(min), None) => {
             let _ = writeln!(
                 err,
-                "locality audit: no replica bytes with a known client zone: the share is undefined, so --min-share {min} is not met"
+                "locality audit: the share is undefined ({}), so --min-share {min} is not met",
+                figures.why_no_share().unwrap_or_default()
             );
             Ok(BELOW_MIN_SHARE)
+        }
+        (None, None) => {
+            let _ = writeln!(
+                err,
+                "locality audit: the share is undefined: {}",
+                figures.why_no_share().unwrap_or_default()
+            );
+            Ok(NO_SHARE)
         }
         _ => Ok(0),
     }

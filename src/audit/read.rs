@@ -2,7 +2,7 @@
 //! (listed, then streamed), several at once, gzip or plain, into one [`Tally`].
 
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -167,6 +167,50 @@ pub struct Reading<'a> {
     pub progress: &'a (dyn Fn(u64) + Sync),
 }
 
+/// The longest line kept (64 KiB; a record is a few hundred bytes, a header line a few
+/// thousand): the rest of a longer line is read and dropped, and the line is skipped and
+/// counted. With it, what one file or object may take in memory is bounded (the read buffers
+/// and one line, per reader thread) however far it expands.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Reads one line (up to and with its `\n`) into `line`, keeping at most `cap` bytes of it:
+/// (bytes consumed, whether the whole line was kept). 0 consumed is the end.
+///
+/// # Errors
+/// The reader's.
+pub fn read_line_capped(reader: &mut impl BufRead, line: &mut Vec<u8>, cap: usize) -> std::io::Result<(usize, bool)> {
+    line.clear();
+    let mut consumed = 0;
+    let mut whole = true;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok((consumed, whole));
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (&available[..=at], true),
+            None => (available, false),
+        };
+        let room = cap.saturating_sub(line.len());
+        if chunk.len() <= room {
+            line.extend_from_slice(chunk);
+        } else {
+            line.extend_from_slice(&chunk[..room]);
+            whole = false;
+        }
+        let used = chunk.len();
+        reader.consume(used);
+        consumed += used;
+        if done {
+            return Ok((consumed, whole));
+        }
+    }
+}
+
 /// Reads every input, several at once, into one tally.
 ///
 /// # Errors
@@ -178,7 +222,7 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
     std::thread::scope(|scope| {
         for _ in 0..reading.threads.clamp(1, inputs.len().max(1)) {
             scope.spawn(|| {
-                let mut tally = Tally::default();
+                let mut tally = Tally::now();
                 loop {
                     let at = next.fetch_add(1, Ordering::SeqCst);
                     if at >= inputs.len() || failed.load(Ordering::SeqCst) {
@@ -194,7 +238,7 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
             });
         }
     });
-    let mut total = Tally::default();
+    let mut total = Tally::now();
     for result in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
         total.merge(result?);
     }
@@ -250,14 +294,20 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
     let mut number = 0u64;
     let node_of = |ip: IpAddr| reading.nodes.get(&ip).copied();
     loop {
-        line.clear();
-        let n = lines
-            .read_until(b'\n', &mut line)
+        let (n, whole) = read_line_capped(&mut lines, &mut line, MAX_LINE_BYTES)
             .map_err(|e| format!("{name}: cannot be read to its end ({e}); nothing of it is counted"))?;
         if n == 0 {
             break;
         }
         number += 1;
+        if !whole {
+            tally.skip(
+                &name,
+                number,
+                format!("longer than {} KiB (a record is a few hundred bytes): skipped to its end", MAX_LINE_BYTES / 1024),
+            );
+            continue;
+        }
         let Ok(text) = std::str::from_utf8(&line) else {
             tally.skip(&name, number, "not UTF-8 text".to_string());
             continue;
@@ -280,16 +330,56 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
             }
         };
         match flow_log::parse(text, current) {
-            Ok(record) => {
-                tally.records += 1;
-                match record {
-                    Record::Flow(flow) => tally.add(&flow, node_of),
-                    Record::NoData => tally.no_data += 1,
-                    Record::Rejected => tally.rejected += 1,
-                }
-            }
+            Ok(Record::Flow(flow)) => tally.add(&flow, node_of),
+            Ok(Record::NoData) => tally.no_data(),
+            Ok(Record::Rejected) => tally.rejected(),
             Err(bad) => tally.skip(&name, number, bad.0),
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line longer than the cap is kept to the cap and read to its end; the next line is
+    /// whole. Lines at the cap, without a final newline, and an empty input.
+    #[test]
+    fn a_long_line_is_cut_and_read_to_its_end() {
+        let text = format!("{}\nshort\n{}\nlast", "x".repeat(100), "y".repeat(10));
+        // A small buffer, so that lines span several fills.
+        let mut reader = BufReader::with_capacity(7, text.as_bytes());
+        let mut line = Vec::new();
+        assert_eq!(read_line_capped(&mut reader, &mut line, 16).unwrap(), (101, false));
+        assert_eq!(line, "x".repeat(16).as_bytes());
+        assert_eq!(read_line_capped(&mut reader, &mut line, 16).unwrap(), (6, true));
+        assert_eq!(line, b"short\n");
+        assert_eq!(read_line_capped(&mut reader, &mut line, 11).unwrap(), (11, true));
+        assert_eq!(read_line_capped(&mut reader, &mut line, 16).unwrap(), (4, true));
+        assert_eq!(line, b"last");
+        assert_eq!(read_line_capped(&mut reader, &mut line, 16).unwrap(), (0, true));
+    }
+
+    /// One line of 64 MiB from a small gzip (the security review's case was 1 GiB from 1 MB,
+    /// which took 1.06 GB of memory; 64 MiB keeps a debug build quick): the reader never holds
+    /// more than the cap of it.
+    #[test]
+    fn a_gzip_of_one_huge_line_is_read_in_bounded_memory() {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let block = vec![b'7'; 1 << 20];
+        for _ in 0..64 {
+            encoder.write_all(&block).unwrap();
+        }
+        encoder.write_all(b"\n").unwrap();
+        let gz = encoder.finish().unwrap();
+        assert!(gz.len() < 1 << 20, "{}", gz.len());
+        let mut reader = BufReader::new(flate2::bufread::MultiGzDecoder::new(gz.as_slice()));
+        let mut line = Vec::new();
+        let (n, whole) = read_line_capped(&mut reader, &mut line, MAX_LINE_BYTES).unwrap();
+        assert_eq!((n, whole), ((64 << 20) + 1, false));
+        assert_eq!(line.len(), MAX_LINE_BYTES);
+        assert!(line.capacity() <= 2 * MAX_LINE_BYTES, "{}", line.capacity());
+    }
 }

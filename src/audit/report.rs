@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use locality_resolve::document::NodeRole;
 use serde_json::json;
 
-use super::tally::{Counted, Tally};
+use super::tally::{Count, LeftOut, Tally};
 use super::topology::{same_zone, Node, Subnets};
 
 /// Seconds in the 30 days the monthly estimate scales to.
@@ -37,8 +37,19 @@ pub struct NodeFigures {
     pub unknown_zone_bytes: u64,
 }
 
-/// A client's bytes across zones.
+/// One node a client exchanged bytes with.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientNode {
+    /// `host:port`, as the map writes it.
+    pub endpoint: String,
+    /// The node's zone.
+    pub zone: String,
+    /// Bytes, both directions.
+    pub bytes: u64,
+}
+
+/// A client's bytes across zones, and the replicas it read them from.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClientFigures {
     /// Its address.
     pub address: IpAddr,
@@ -46,6 +57,24 @@ pub struct ClientFigures {
     pub zone: String,
     /// Cross-zone bytes with replicas.
     pub bytes: u64,
+    /// Its cross-zone bytes × 2 × price, scaled to 30 days; `None` without a window.
+    pub estimated_monthly_cost_usd: Option<f64>,
+    /// The replicas of other zones it read from, the most bytes first.
+    pub nodes: Vec<ClientNode>,
+}
+
+/// A client in no known subnet: its bytes with every node, and where it was seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownClient {
+    /// Its address.
+    pub address: IpAddr,
+    /// Bytes with every node.
+    pub bytes: u64,
+    /// The interface whose records were counted (the node's, usually: a client outside the
+    /// VPC's subnets has no interface of its own in the logs).
+    pub interface: Option<String>,
+    /// The nodes it exchanged bytes with, the most first.
+    pub nodes: Vec<ClientNode>,
 }
 
 /// Everything the audit reports.
@@ -69,22 +98,22 @@ pub struct Figures {
     pub price_per_gb: f64,
     /// Earliest start and latest end of the records.
     pub window: Option<(u64, u64)>,
-    /// Records read.
+    /// Records read (lines that parsed).
     pub records: u64,
-    /// Lines that did not parse.
-    pub skipped: u64,
-    /// Where the first of them is: `file, line N: problem`.
+    /// Records counted.
+    pub counted_records: u64,
+    /// Records (and lines) left out, by reason.
+    pub left_out: LeftOut,
+    /// Where the first line that did not parse is: `file, line N: problem`.
     pub first_skipped: Option<String>,
-    /// NODATA and SKIPDATA records.
-    pub no_data: u64,
-    /// REJECT records.
-    pub rejected: u64,
     /// Per node.
     pub nodes: Vec<NodeFigures>,
     /// Per client zone: (bytes with replicas in its zone, bytes with replicas elsewhere).
     pub client_zones: BTreeMap<String, (u64, u64)>,
     /// The clients with the most cross-zone replica bytes, most first (at most 20).
     pub cross_zone_clients: Vec<ClientFigures>,
+    /// The clients in no known subnet with the most bytes, most first (at most 20).
+    pub unknown_zone_clients: Vec<UnknownClient>,
 }
 
 fn role_name(role: NodeRole) -> &'static str {
@@ -97,7 +126,11 @@ fn role_name(role: NodeRole) -> &'static str {
 impl Figures {
     /// The figures of a tally.
     pub fn compute(tally: &Tally, nodes: &[Node], subnets: &Subnets, price_per_gb: f64) -> Figures {
-        let counted: Vec<Counted> = tally.counted();
+        let Count {
+            pairs: counted,
+            records: counted_records,
+            other_end,
+        } = tally.counted();
         let mut per_node: Vec<NodeFigures> = nodes
             .iter()
             .map(|n| NodeFigures {
@@ -110,47 +143,97 @@ impl Figures {
                 unknown_zone_bytes: 0,
             })
             .collect();
+        let add = |sum: &mut u64, bytes: u64| *sum = sum.saturating_add(bytes);
         let (mut in_zone, mut cross, mut primary_cross, mut unknown) = (0u64, 0u64, 0u64, 0u64);
         let mut client_zones: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        let mut clients: BTreeMap<IpAddr, (String, u64)> = BTreeMap::new();
+        // Per client: zone, bytes, and bytes per node index.
+        let mut clients: BTreeMap<IpAddr, (String, u64, BTreeMap<usize, u64>)> = BTreeMap::new();
+        let mut unknown_clients: BTreeMap<IpAddr, (u64, Option<String>, BTreeMap<usize, u64>)> = BTreeMap::new();
         for c in &counted {
             let node = &nodes[c.node];
             let figures = &mut per_node[c.node];
-            figures.bytes += c.bytes;
+            add(&mut figures.bytes, c.bytes);
             let replica = node.role == NodeRole::Replica;
             match subnets.find(c.client) {
                 None => {
-                    figures.unknown_zone_bytes += c.bytes;
-                    unknown += c.bytes;
+                    add(&mut figures.unknown_zone_bytes, c.bytes);
+                    add(&mut unknown, c.bytes);
+                    let entry = unknown_clients.entry(c.client).or_default();
+                    add(&mut entry.0, c.bytes);
+                    if entry.1.is_none() {
+                        entry.1.clone_from(&c.interface);
+                    }
+                    add(entry.2.entry(c.node).or_default(), c.bytes);
                 }
                 Some(subnet) if same_zone(subnet, node) => {
                     if replica {
-                        in_zone += c.bytes;
-                        client_zones.entry(subnet.zone.clone()).or_default().0 += c.bytes;
+                        add(&mut in_zone, c.bytes);
+                        add(&mut client_zones.entry(subnet.zone.clone()).or_default().0, c.bytes);
                     }
                 }
                 Some(subnet) => {
-                    figures.cross_zone_bytes += c.bytes;
+                    add(&mut figures.cross_zone_bytes, c.bytes);
                     if replica {
-                        cross += c.bytes;
-                        client_zones.entry(subnet.zone.clone()).or_default().1 += c.bytes;
-                        clients.entry(c.client).or_insert_with(|| (subnet.zone.clone(), 0)).1 += c.bytes;
+                        add(&mut cross, c.bytes);
+                        add(&mut client_zones.entry(subnet.zone.clone()).or_default().1, c.bytes);
+                        let entry = clients
+                            .entry(c.client)
+                            .or_insert_with(|| (subnet.zone.clone(), 0, BTreeMap::new()));
+                        add(&mut entry.1, c.bytes);
+                        add(entry.2.entry(c.node).or_default(), c.bytes);
                     } else {
-                        primary_cross += c.bytes;
+                        add(&mut primary_cross, c.bytes);
                     }
                 }
             }
         }
-        let mut cross_zone_clients: Vec<ClientFigures> = clients
+        let monthly = |bytes: u64| monthly_cost(bytes, tally.window, price_per_gb);
+        let node_list = |by_node: BTreeMap<usize, u64>| {
+            let mut list: Vec<ClientNode> = by_node
+                .into_iter()
+                .map(|(index, bytes)| ClientNode {
+                    endpoint: nodes[index].endpoint.clone(),
+                    zone: nodes[index].zone.clone(),
+                    bytes,
+                })
+                .collect();
+            list.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.endpoint.cmp(&b.endpoint)));
+            list
+        };
+        let mut cross_zone_clients: Vec<(IpAddr, String, u64, BTreeMap<usize, u64>)> = clients
             .into_iter()
-            .map(|(address, (zone, bytes))| ClientFigures { address, zone, bytes })
+            .map(|(address, (zone, bytes, by_node))| (address, zone, bytes, by_node))
             .collect();
-        cross_zone_clients.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.address.cmp(&b.address)));
+        cross_zone_clients.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
         cross_zone_clients.truncate(TOP_CLIENTS);
-        let known = in_zone + cross;
-        let estimated = tally.window.and_then(|(start, end)| {
-            (end > start).then(|| cross as f64 * 2.0 * price_per_gb / 1e9 * MONTH_SECONDS / (end - start) as f64)
-        });
+        let cross_zone_clients = cross_zone_clients
+            .into_iter()
+            .map(|(address, zone, bytes, by_node)| ClientFigures {
+                address,
+                zone,
+                bytes,
+                estimated_monthly_cost_usd: monthly(bytes),
+                nodes: node_list(by_node),
+            })
+            .collect();
+        let mut unknown_zone_clients: Vec<(IpAddr, u64, Option<String>, BTreeMap<usize, u64>)> = unknown_clients
+            .into_iter()
+            .map(|(address, (bytes, interface, by_node))| (address, bytes, interface, by_node))
+            .collect();
+        unknown_zone_clients.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        unknown_zone_clients.truncate(TOP_CLIENTS);
+        let unknown_zone_clients = unknown_zone_clients
+            .into_iter()
+            .map(|(address, bytes, interface, by_node)| UnknownClient {
+                address,
+                bytes,
+                interface,
+                nodes: node_list(by_node),
+            })
+            .collect();
+        let known = in_zone.saturating_add(cross);
+        let mut left_out = tally.left_out;
+        left_out.other_end = other_end;
         Figures {
             in_zone_share: (known > 0).then(|| in_zone as f64 / known as f64),
             in_zone_bytes: in_zone,
@@ -158,40 +241,82 @@ impl Figures {
             primary_cross_zone_bytes: primary_cross,
             unknown_zone_bytes: unknown,
             between_nodes_bytes: tally.between_nodes_bytes,
-            estimated_monthly_cost_usd: estimated,
+            estimated_monthly_cost_usd: monthly(cross),
             price_per_gb,
             window: tally.window,
             records: tally.records,
-            skipped: tally.skipped,
+            counted_records,
+            left_out,
             first_skipped: tally
                 .first_skipped
                 .as_ref()
-                .map(|f| format!("{}, line {}: {}", f.location, f.line, f.problem)),
-            no_data: tally.no_data,
-            rejected: tally.rejected,
+                .map(|f| format!("{}, line {}: {}", printable(&f.location), f.line, f.problem)),
             nodes: per_node,
             client_zones,
             cross_zone_clients,
+            unknown_zone_clients,
         }
     }
 
-    /// The JSON rendering.
+    /// Why the share is undefined, for people; `None` when it is defined.
+    pub fn why_no_share(&self) -> Option<String> {
+        if self.in_zone_share.is_some() {
+            return None;
+        }
+        let left_out: Vec<String> = self
+            .left_out
+            .reasons()
+            .iter()
+            .filter(|(_, n, _)| *n > 0)
+            .map(|(_, n, said)| format!("{n} {said}"))
+            .collect();
+        let read = format!(
+            "{} record(s) read, {} counted",
+            self.records, self.counted_records
+        );
+        Some(if self.records == 0 && self.left_out.unparsed_lines == 0 {
+            "no flow record was read".to_string()
+        } else if self.counted_records == 0 {
+            format!(
+                "{read}: none is between a client and a node of the map (left out: {})",
+                if left_out.is_empty() { "nothing".to_string() } else { left_out.join(", ") }
+            )
+        } else if self.in_zone_bytes == 0 && self.cross_zone_bytes == 0 && self.unknown_zone_bytes > 0 {
+            format!("{read}: every client with a replica is in no known subnet (zone unknown)")
+        } else {
+            format!("{read}: none of them is a replica's bytes with a client of known zone")
+        })
+    }
+
+    /// The JSON rendering (figures as computed: the table rounds, this does not).
     pub fn to_json(&self) -> serde_json::Value {
+        let nodes_of = |nodes: &[ClientNode]| {
+            nodes
+                .iter()
+                .map(|n| json!({"endpoint": n.endpoint, "zone": n.zone, "bytes": n.bytes}))
+                .collect::<Vec<_>>()
+        };
+        let skipped: serde_json::Map<String, serde_json::Value> = self
+            .left_out
+            .reasons()
+            .iter()
+            .map(|(name, n, _)| (name.to_string(), json!(n)))
+            .collect();
         json!({
             "in_zone_share": self.in_zone_share,
+            "in_zone_share_undefined_because": self.why_no_share(),
             "in_zone_bytes": self.in_zone_bytes,
             "cross_zone_bytes": self.cross_zone_bytes,
             "primary_cross_zone_bytes": self.primary_cross_zone_bytes,
             "unknown_zone_bytes": self.unknown_zone_bytes,
             "between_nodes_bytes": self.between_nodes_bytes,
-            "estimated_monthly_cost_usd": self.estimated_monthly_cost_usd.map(|c| (c * 100.0).round() / 100.0),
+            "estimated_monthly_cost_usd": self.estimated_monthly_cost_usd,
             "price_per_gb": self.price_per_gb,
             "window": self.window.map(|(start, end)| json!({"start": start, "end": end})),
             "records": self.records,
-            "skipped": self.skipped,
+            "counted_records": self.counted_records,
+            "skipped": skipped,
             "first_skipped": self.first_skipped,
-            "no_data": self.no_data,
-            "rejected": self.rejected,
             "nodes": self.nodes.iter().map(|n| json!({
                 "endpoint": n.endpoint,
                 "address": n.address.to_string(),
@@ -205,7 +330,17 @@ impl Figures {
                 "zone": zone, "in_zone_bytes": inside, "cross_zone_bytes": across,
             })).collect::<Vec<_>>(),
             "cross_zone_clients": self.cross_zone_clients.iter().map(|c| json!({
-                "address": c.address.to_string(), "zone": c.zone, "bytes": c.bytes,
+                "address": c.address.to_string(),
+                "zone": c.zone,
+                "bytes": c.bytes,
+                "estimated_monthly_cost_usd": c.estimated_monthly_cost_usd,
+                "nodes": nodes_of(&c.nodes),
+            })).collect::<Vec<_>>(),
+            "unknown_zone_clients": self.unknown_zone_clients.iter().map(|c| json!({
+                "address": c.address.to_string(),
+                "bytes": c.bytes,
+                "interface": c.interface,
+                "nodes": nodes_of(&c.nodes),
             })).collect::<Vec<_>>(),
         })
     }
@@ -226,6 +361,11 @@ impl Figures {
                 &[(String::new(), share)],
             );
         }
+        gauge(
+            "locality_audit_in_zone_share_defined",
+            "1 when the share is defined; 0 when no replica bytes with a client of known zone were counted (alert on it as on a low share).",
+            &[(String::new(), if self.in_zone_share.is_some() { 1.0 } else { 0.0 })],
+        );
         gauge(
             "locality_audit_cross_zone_bytes",
             "Bytes exchanged across zones in the audited window, by node role (primary: writes).",
@@ -288,9 +428,20 @@ impl Figures {
             &[(String::new(), self.records as f64)],
         );
         gauge(
-            "locality_audit_skipped_lines",
-            "Lines that did not parse (skipped).",
-            &[(String::new(), self.skipped as f64)],
+            "locality_audit_counted_records",
+            "Flow-log records counted (between a client and a node, at the end that counts).",
+            &[(String::new(), self.counted_records as f64)],
+        );
+        let skipped: Vec<(String, f64)> = self
+            .left_out
+            .reasons()
+            .iter()
+            .map(|(reason, n, _)| (format!("{{reason=\"{reason}\"}}"), *n as f64))
+            .collect();
+        gauge(
+            "locality_audit_skipped_records",
+            "Flow-log records (and lines) read and not counted, by reason.",
+            &skipped,
         );
         out
     }
@@ -310,17 +461,30 @@ impl Figures {
         let _ = writeln!(out, "Window           {window}");
         let _ = writeln!(
             out,
-            "Records          {} read, {} skipped, {} without data, {} rejected",
-            self.records, self.skipped, self.no_data, self.rejected
+            "Records          {} read, {} counted, {} left out",
+            self.records,
+            self.counted_records,
+            self.left_out.total()
         );
+        let left_out: Vec<String> = self
+            .left_out
+            .reasons()
+            .iter()
+            .filter(|(_, n, _)| *n > 0)
+            .map(|(_, n, said)| format!("{n} {said}"))
+            .collect();
+        for (n, reason) in left_out.iter().enumerate() {
+            let label = if n == 0 { "Left out" } else { "" };
+            let _ = writeln!(out, "{label:<16} {reason}");
+        }
         if let Some(first) = &self.first_skipped {
             let _ = writeln!(out, "First skipped    {first}");
         }
-        let share = self
-            .in_zone_share
-            .map_or("none (no replica bytes with a known client zone)".to_string(), |s| {
-                format!("{:.2} %", s * 100.0)
-            });
+        let share = match (self.in_zone_share, self.why_no_share()) {
+            (Some(s), _) => format!("{:.2} %", s * 100.0),
+            (None, Some(why)) => format!("none: {why}"),
+            (None, None) => "none".to_string(),
+        };
         let _ = writeln!(out, "In-zone share    {share} of replica bytes");
         let _ = writeln!(out, "Cross-zone       {} with replicas", bytes(self.cross_zone_bytes));
         let _ = writeln!(
@@ -340,13 +504,55 @@ impl Figures {
                 self.price_per_gb
             );
         }
+        let node_cell = |n: &ClientNode| format!("{} ({}) {}", n.endpoint, n.zone, bytes(n.bytes));
         if self.cross_zone_clients.is_empty() {
-            let _ = writeln!(out, "\nNo client read across zones.");
+            if self.in_zone_share.is_some() {
+                let _ = writeln!(out, "\nNo client read across zones.");
+            }
         } else {
             let _ = writeln!(out, "\nClients reading across zones, worst first:");
-            let _ = writeln!(out, "  {:<40} {:<16} {:>12}", "CLIENT", "ZONE", "BYTES");
+            let _ = writeln!(
+                out,
+                "  {:<40} {:<16} {:>12} {:>10}  {}",
+                "CLIENT", "ZONE", "BYTES", "USD/MONTH", "READ FROM (ZONE) BYTES"
+            );
             for c in &self.cross_zone_clients {
-                let _ = writeln!(out, "  {:<40} {:<16} {:>12}", c.address, c.zone, bytes(c.bytes));
+                let cost = c.estimated_monthly_cost_usd.map_or("-".to_string(), |v| format!("{v:.2}"));
+                let mut nodes = c.nodes.iter().map(node_cell);
+                let _ = writeln!(
+                    out,
+                    "  {:<40} {:<16} {:>12} {:>10}  {}",
+                    c.address.to_string(),
+                    c.zone,
+                    bytes(c.bytes),
+                    cost,
+                    nodes.next().unwrap_or_default()
+                );
+                for more in nodes {
+                    let _ = writeln!(out, "  {:<40} {:<16} {:>12} {:>10}  {more}", "", "", "", "");
+                }
+            }
+        }
+        if !self.unknown_zone_clients.is_empty() {
+            let _ = writeln!(out, "\nClients in no known subnet, most bytes first:");
+            let _ = writeln!(
+                out,
+                "  {:<40} {:>12}  {:<24}  {}",
+                "CLIENT", "BYTES", "SEEN AT", "WITH (ZONE) BYTES"
+            );
+            for c in &self.unknown_zone_clients {
+                let mut nodes = c.nodes.iter().map(node_cell);
+                let _ = writeln!(
+                    out,
+                    "  {:<40} {:>12}  {:<24}  {}",
+                    c.address.to_string(),
+                    bytes(c.bytes),
+                    c.interface.as_deref().map_or("-".to_string(), printable),
+                    nodes.next().unwrap_or_default()
+                );
+                for more in nodes {
+                    let _ = writeln!(out, "  {:<40} {:>12}  {:<24}  {more}", "", "", "");
+                }
             }
         }
         let _ = writeln!(out, "\nNodes:");
@@ -368,6 +574,13 @@ impl Figures {
         }
         out
     }
+}
+
+/// Cross-zone bytes × 2 sides × price, scaled from the window to 30 days; `None` without a
+/// window of positive length. (The same expression, in the same order, as the Athena query's.)
+fn monthly_cost(bytes: u64, window: Option<(u64, u64)>, price_per_gb: f64) -> Option<f64> {
+    let (start, end) = window?;
+    (end > start).then(|| bytes as f64 * 2.0 * price_per_gb / 1e9 * MONTH_SECONDS / (end - start) as f64)
 }
 
 /// Bytes for people: `1.23 GB` (powers of 1000, as AWS bills).
@@ -394,6 +607,12 @@ fn timestamp(seconds: u64) -> String {
         return format!("{seconds} (epoch seconds)");
     }
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).to_string()
+}
+
+/// A name from the records, with control characters escaped (a record cannot move the
+/// terminal's cursor or forge a line of the report).
+pub fn printable(value: &str) -> String {
+    value.chars().flat_map(char::escape_debug).collect::<String>()
 }
 
 /// A label value, escaped as the text format wants.

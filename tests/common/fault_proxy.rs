@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 
 /// A fault for one request.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Fault {
     /// Answer with this status and an AWS error body (429 is throttling, with Retry-After).
     Status(u16),
@@ -22,6 +22,9 @@ pub enum Fault {
     DropBefore,
     /// Forward, then drop the connection without answering.
     LostAfter,
+    /// Answer 200 with this JSON body (`application/x-amz-json-1.1`) without forwarding: a
+    /// server that says what the test wants (e.g. the same page token forever).
+    Answer(String),
 }
 
 #[derive(Default)]
@@ -100,7 +103,7 @@ async fn forward(
             None => s.faults.pop_front(),
         }
     };
-    match fault {
+    match &fault {
         Some(Fault::Status(429)) => {
             let body = r#"{"__type":"ThrottlingException","message":"Rate exceeded (injected)"}"#;
             return (
@@ -113,9 +116,17 @@ async fn forward(
         Some(Fault::Status(code)) => {
             let body = r#"{"__type":"InternalServerError","message":"injected fault"}"#;
             return (
-                StatusCode::from_u16(code).unwrap(),
+                StatusCode::from_u16(*code).unwrap(),
                 [("x-amzn-errortype", "InternalServerError")],
                 body,
+            )
+                .into_response();
+        }
+        Some(Fault::Answer(body)) => {
+            return (
+                StatusCode::OK,
+                [("content-type", "application/x-amz-json-1.1")],
+                body.clone(),
             )
                 .into_response();
         }

@@ -7,6 +7,6 @@ check "cross_zone_spend" {
 
   assert {
     condition     = data.locality_cross_zone_cost.last_week.average_daily_usd <= 25
-    error_message = "Cross-zone data transfer averaged ${data.locality_cross_zone_cost.last_week.average_daily_usd} USD a day from ${data.locality_cross_zone_cost.last_week.start_date} to ${data.locality_cross_zone_cost.last_week.end_date}, above the 25 USD budget: run `locality audit` to see which clients read across zones."
+    error_message = "Cross-zone data transfer averaged ${data.locality_cross_zone_cost.last_week.average_daily_usd} USD a day from ${data.locality_cross_zone_cost.last_week.start_date} through ${data.locality_cross_zone_cost.last_week.last_date}, above the 25 USD budget: run `locality audit` to see which clients read across zones."
   }
 }

@@ -176,6 +176,23 @@ pub struct DailyCost {
     pub gb: f64,
 }
 
+/// What Cost Explorer answered: the matching usage types per day, and what else it saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CostReport {
+    /// Per day, oldest first.
+    pub days: Vec<DailyCost>,
+    /// How many (day, usage type) groups matched the pattern.
+    pub matched_groups: u64,
+    /// The usage types that did not match, with their cost over the window (USD).
+    pub other_usage_types: std::collections::BTreeMap<String, f64>,
+    /// Amounts that are not a finite, non-negative number, left out of the sums: `day usage
+    /// type metric = amount`.
+    pub bad_amounts: Vec<String>,
+}
+
+/// Most pages of one GetCostAndUsage query (a year of days grouped by usage type is a few).
+pub const COST_PAGES_MAX: usize = 100;
+
 /// The SDK clients of one provider process.
 #[derive(Clone)]
 pub struct Aws {
@@ -478,7 +495,7 @@ impl Aws {
     ///
     /// # Errors
     /// The SDK's error (AccessDenied names `ce:GetCostAndUsage`).
-    pub async fn daily_cost(&self, query: &CostQuery) -> Result<Vec<DailyCost>, AwsError> {
+    pub async fn daily_cost(&self, query: &CostQuery) -> Result<CostReport, AwsError> {
         use aws_sdk_costexplorer::types::{
             DateInterval, Dimension, DimensionValues, Expression, Granularity, GroupDefinition, GroupDefinitionType,
             TagValues,
@@ -516,10 +533,19 @@ impl Aws {
             .end(&query.end)
             .build()
             .map_err(|e| AwsError::Sdk(format!("{what}: {e}")))?;
-        let mut days: Vec<DailyCost> = Vec::new();
+        let mut report = CostReport::default();
+        let mut by_date: std::collections::BTreeMap<String, (f64, f64)> = std::collections::BTreeMap::new();
         let mut token: Option<String> = None;
+        let mut tokens_seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut pages = 0usize;
         loop {
-            tracing::debug!(aws_call = "ce:GetCostAndUsage");
+            pages += 1;
+            if pages > COST_PAGES_MAX {
+                return Err(AwsError::Sdk(format!(
+                    "{what}: Cost Explorer gave more than {COST_PAGES_MAX} pages of results (a year of days grouped by usage type is a few): stopped; narrow the window or the filters"
+                )));
+            }
+            tracing::debug!(aws_call = "ce:GetCostAndUsage", page = pages);
             let out = self
                 .cost_explorer
                 .get_cost_and_usage()
@@ -542,37 +568,52 @@ impl Aws {
                 let Some(date) = result.time_period().map(|p| p.start().to_string()) else {
                     continue;
                 };
-                let (mut usd, mut gb) = (0.0, 0.0);
+                let day = by_date.entry(date.clone()).or_default();
                 for group in result.groups() {
-                    if !group.keys().iter().any(|k| k.contains(&query.usage_type_pattern)) {
-                        continue;
-                    }
-                    let amount = |metric: &str| {
-                        group
+                    let usage_type = group.keys().join(" ");
+                    let mut amount = |metric: &str| -> f64 {
+                        let text = group
                             .metrics()
                             .and_then(|m| m.get(metric))
                             .and_then(|v| v.amount())
-                            .and_then(|a| a.parse::<f64>().ok())
-                            .unwrap_or(0.0)
+                            .unwrap_or("0");
+                        match text.trim().parse::<f64>() {
+                            Ok(value) if value.is_finite() && value >= 0.0 => value,
+                            _ => {
+                                if report.bad_amounts.len() < 20 {
+                                    let shown: String = text.chars().take(40).collect();
+                                    report.bad_amounts.push(format!("{date} {usage_type} {metric} = {shown:?}"));
+                                }
+                                0.0
+                            }
+                        }
                     };
-                    usd += amount("UnblendedCost");
-                    gb += amount("UsageQuantity");
-                }
-                match days.iter_mut().find(|d| d.date == date) {
-                    Some(day) => {
-                        day.usd += usd;
-                        day.gb += gb;
+                    let (usd, gb) = (amount("UnblendedCost"), amount("UsageQuantity"));
+                    if group.keys().iter().any(|k| k.contains(&query.usage_type_pattern)) {
+                        report.matched_groups += 1;
+                        day.0 += usd;
+                        day.1 += gb;
+                    } else if report.other_usage_types.len() < 1_000 || report.other_usage_types.contains_key(&usage_type) {
+                        *report.other_usage_types.entry(usage_type).or_default() += usd;
                     }
-                    None => days.push(DailyCost { date, usd, gb }),
                 }
             }
             token = out.next_page_token().map(str::to_string).filter(|t| !t.is_empty());
-            if token.is_none() {
-                break;
+            match &token {
+                None => break,
+                Some(t) if !tokens_seen.insert(t.clone()) => {
+                    return Err(AwsError::Sdk(format!(
+                        "{what}: Cost Explorer gave a page token it had given before (page {pages}): stopped rather than ask for the same pages forever"
+                    )));
+                }
+                Some(_) => {}
             }
         }
-        days.sort_by(|a, b| a.date.cmp(&b.date));
-        Ok(days)
+        report.days = by_date
+            .into_iter()
+            .map(|(date, (usd, gb))| DailyCost { date, usd, gb })
+            .collect();
+        Ok(report)
     }
 
     /// DescribeReplicationGroups: members, AZs, roles and read endpoints. A cluster-mode-enabled

@@ -192,13 +192,44 @@ impl DataSource<ProviderData> for CrossZoneCost {
             tag: config.tag_key.get().cloned().zip(config.tag_value.get().cloned()),
         };
         let aws = ctx.data.aws().await;
-        let days = match aws.daily_cost(&query).await {
-            Ok(days) => days,
+        let report = match aws.daily_cost(&query).await {
+            Ok(report) => report,
             Err(e) => {
                 diags.error("Cannot read the cross-zone cost", e.to_string());
                 return None;
             }
         };
+        if !report.bad_amounts.is_empty() {
+            diags.warning(
+                "Amounts that are not numbers were left out",
+                format!(
+                    "Cost Explorer gave amounts that are not a finite, non-negative number; they are left out of total_usd, total_gb and average_daily_usd: {}.",
+                    report.bad_amounts.join("; ")
+                ),
+            );
+        }
+        if report.matched_groups == 0 && !report.other_usage_types.is_empty() {
+            let mut seen: Vec<(&String, &f64)> = report.other_usage_types.iter().collect();
+            seen.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+            let listed: Vec<String> = seen
+                .iter()
+                .take(10)
+                .map(|(usage_type, usd)| format!("{usage_type} ({usd:.2} USD)"))
+                .collect();
+            let more = seen.len().saturating_sub(listed.len());
+            diags.attribute_warning(
+                AttributePath::root("usage_type_pattern"),
+                "No usage type matches the pattern",
+                format!(
+                    "No usage type from {} to {} contains usage_type_pattern {pattern:?}, so every figure is 0; Cost Explorer reported other usage: {}{}. Set usage_type_pattern to part of the one that is cross-zone data transfer (e.g. \"DataTransfer-Regional-Bytes\").",
+                    date(start),
+                    date(end - 1),
+                    listed.join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ),
+            );
+        }
+        let days = report.days;
         let total_usd: f64 = days.iter().map(|d| d.usd).sum();
         let total_gb: f64 = days.iter().map(|d| d.gb).sum();
         config.daily = Field::Known(
@@ -216,6 +247,7 @@ impl DataSource<ProviderData> for CrossZoneCost {
         config.usage_type_pattern = pattern.into();
         config.start_date = date(start).into();
         config.end_date = date(end).into();
+        config.last_date = date(end - 1).into();
         config.days = Number::parse(&(end - start).to_string()).ok().into();
         Some(config)
     }

@@ -23,8 +23,10 @@ crate::model! {
         pub days: Field<Number>,
         /// First day (inclusive).
         pub start_date: Field<String>,
-        /// Last day (exclusive).
+        /// The day after the window (exclusive).
         pub end_date: Field<String>,
+        /// The window's last day (inclusive).
+        pub last_date: Field<String>,
         /// Only this service.
         pub service: Field<String>,
         /// Only this linked account.

@@ -53,6 +53,11 @@ pub fn schema() -> Schema {
                 .description("The day after the window, `YYYY-MM-DD` (exclusive). Default: today (UTC), or `days` after `start_date` when only that is given."),
         )
         .attribute(
+            Attribute::string("last_date")
+                .computed()
+                .description("The window's last day, `YYYY-MM-DD` (inclusive: the day before `end_date`). Say the window as a person reads it: `from ${start_date} through ${last_date}`."),
+        )
+        .attribute(
             Attribute::string("service")
                 .optional()
                 .description("Only this service, as Cost Explorer's `SERVICE` dimension names it, e.g. `EC2 - Other`."),

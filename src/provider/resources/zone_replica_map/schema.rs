@@ -38,7 +38,8 @@ pub fn schema() -> Schema {
              The document names the group (`replication_group_id`), so that an import reads it back.",
         ))
         .attribute(Attribute::string("fallback_endpoint").optional().computed().description(
-            "`host:port` that clients use when their AZ has no entry. Required with `member` blocks. With \
+            "`host:port` that clients use when their AZ has no entry. Required with `member` blocks, unless \
+             `configuration_endpoint` is set (cluster mode: it defaults to the configuration endpoint). With \
              `replication_group_id` it defaults to the group's reader endpoint; when the API returns none (some \
              emulators), to the primary endpoint, with a warning.",
         ))

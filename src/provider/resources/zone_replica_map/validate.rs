@@ -153,10 +153,12 @@ pub(super) fn validate(config: &ZoneReplicaMapModel, diags: &mut Diagnostics) {
                 diags.attribute_error(AttributePath::root("fallback_endpoint"), "Invalid endpoint", problem);
             }
         }
-        Field::Null if !members.is_empty() => diags.attribute_error(
+        // Cluster mode (a configuration endpoint, even one known only at apply): the fallback
+        // defaults to the configuration endpoint, as with discovery.
+        Field::Null if !members.is_empty() && config.configuration_endpoint.is_null() => diags.attribute_error(
             AttributePath::root("fallback_endpoint"),
             "Missing fallback endpoint",
-            "`fallback_endpoint` is required with `member` blocks: clients in AZs without a replica use it (normally the reader endpoint, `host:port`).",
+            "`fallback_endpoint` is required with `member` blocks: clients in AZs without a replica use it (`host:port`: the reader endpoint of a group without cluster mode; with cluster mode, set `configuration_endpoint` instead, and the fallback defaults to it).",
         ),
         _ => {}
     }
@@ -428,6 +430,47 @@ mod tests {
         assert_eq!(
             bad,
             vec![r#"Invalid role: member "a:6379": "reader" is not a role; allowed: "replica", "primary"."#]
+        );
+    }
+
+    /// Cluster mode from `member` blocks: the fallback defaults to the configuration endpoint
+    /// (as with discovery), so it is not required; without cluster mode it is, and the sentence
+    /// says both.
+    #[test]
+    fn cluster_members_need_no_fallback() {
+        use crate::tfplugin::Set;
+
+        use super::super::model::MemberModel;
+        let member = |endpoint: &str, zone: &str, role: &str| MemberModel {
+            endpoint: endpoint.into(),
+            zone: zone.into(),
+            role: role.into(),
+            shard: "0001".to_string().into(),
+        };
+        let check = |configuration_endpoint: Field<String>| {
+            let config = ZoneReplicaMapModel {
+                member: Field::Known(Set(vec![
+                    member("a:6379", "ap-northeast-1a", "primary"),
+                    member("c:6379", "ap-northeast-1c", "replica"),
+                ])),
+                configuration_endpoint,
+                file: Field::Known(vec![super::super::model::FileModel {
+                    path: "map.json".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            };
+            let mut diags = Diagnostics::default();
+            validate(&config, &mut diags);
+            diags.iter().map(|d| format!("{}: {}", d.summary, d.detail)).collect::<Vec<_>>()
+        };
+        assert_eq!(check("clustercfg.g.example:6379".to_string().into()), Vec::<String>::new());
+        assert_eq!(check(Field::Unknown), Vec::<String>::new());
+        let without = check(Field::Null);
+        assert_eq!(without.len(), 1, "{without:?}");
+        assert!(
+            without[0].starts_with("Missing fallback endpoint") && without[0].contains("set `configuration_endpoint` instead"),
+            "{without:?}"
         );
     }
 }
