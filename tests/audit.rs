@@ -491,7 +491,11 @@ fn assert_figures(json: &serde_json::Value, truth: &Truth, what: &str) {
     let (inside, across, primary, unknown) = truth.totals();
     let share = inside as f64 / (inside + across) as f64;
     assert_eq!(json["in_zone_share"].as_f64(), Some(share), "{what}: share");
-    assert_eq!(json["in_zone_share_undefined_because"], serde_json::Value::Null, "{what}");
+    assert_eq!(
+        json["in_zone_share_undefined_because"],
+        serde_json::Value::Null,
+        "{what}"
+    );
     assert_eq!(json["in_zone_bytes"], inside, "{what}");
     assert_eq!(json["cross_zone_bytes"], across, "{what}");
     assert_eq!(json["primary_cross_zone_bytes"], primary, "{what}");
@@ -553,7 +557,11 @@ fn assert_figures(json: &serde_json::Value, truth: &Truth, what: &str) {
     for client in json["unknown_zone_clients"].as_array().unwrap() {
         // Only the node's interface sees a client outside every subnet.
         assert_eq!(client["interface"], eni(REPLICAS[0]), "{what}: {client}");
-        assert_eq!(client["nodes"][0]["endpoint"], format!("{}:6379", REPLICAS[0]), "{what}");
+        assert_eq!(
+            client["nodes"][0]["endpoint"],
+            format!("{}:6379", REPLICAS[0]),
+            "{what}"
+        );
     }
     // Every record read is counted or left out for a reason.
     assert_eq!(json["records"], truth.records, "{what}");
@@ -1183,7 +1191,9 @@ fn records_read_and_none_counted_is_never_a_quiet_none() {
     let table = text(&out.stdout);
     let records = f.truth.records;
     assert!(
-        table.contains(&format!("Records          {records} read, 0 counted, {records} left out")),
+        table.contains(&format!(
+            "Records          {records} read, 0 counted, {records} left out"
+        )),
         "{table}"
     );
     assert!(
@@ -1192,22 +1202,38 @@ fn records_read_and_none_counted_is_never_a_quiet_none() {
     );
     assert!(table.contains("no node of the map at either end"), "{table}");
     assert!(!table.contains("No client read across zones"), "{table}");
-    assert!(text(&out.stderr).contains("the share is undefined"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("the share is undefined"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = audit(&[&base[..], &["--format", "json"]].concat(), &[]);
     assert_eq!(out.status.code(), Some(4));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["in_zone_share"], serde_json::Value::Null);
-    assert!(json["in_zone_share_undefined_because"].as_str().unwrap().contains("left out"), "{json}");
+    assert!(
+        json["in_zone_share_undefined_because"]
+            .as_str()
+            .unwrap()
+            .contains("left out"),
+        "{json}"
+    );
     assert_eq!(json["counted_records"], 0);
     assert_eq!(json["skipped"]["no_node"], f.truth.records - 24);
 
     let out = audit(&[&base[..], &["--format", "prometheus"]].concat(), &[]);
     assert_eq!(out.status.code(), Some(4));
     let metrics = text(&out.stdout);
-    assert!(metrics.contains("locality_audit_in_zone_share_defined 0\n"), "{metrics}");
     assert!(
-        metrics.contains(&format!("locality_audit_skipped_records{{reason=\"no_node\"}} {}\n", f.truth.records - 24)),
+        metrics.contains("locality_audit_in_zone_share_defined 0\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(
+            "locality_audit_skipped_records{{reason=\"no_node\"}} {}\n",
+            f.truth.records - 24
+        )),
         "{metrics}"
     );
     // --min-share keeps its exit status, 3.

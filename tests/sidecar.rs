@@ -3811,9 +3811,20 @@ fn glide_standalone_from_resolve_reads_every_key_in_the_zone() {
     let (config, stderr) = resolve_glide(&no_ids, &["--zone", ZONE_C], &[]);
     assert_eq!(config["client_az"], ZONE_C, "{stderr}");
     let mapping = format!("({ZONE_C} → apne1-az1)");
-    assert!(stderr.contains(&mapping) && stderr.contains("GLIDE will not match"), "{stderr}");
+    assert!(
+        stderr.contains(&mapping) && stderr.contains("GLIDE will not match"),
+        "{stderr}"
+    );
     let strict = Command::new(env!("CARGO_BIN_EXE_locality"))
-        .args(["resolve", "--format", "glide", "--strict", "--zone", ZONE_C, "--cache-dir"])
+        .args([
+            "resolve",
+            "--format",
+            "glide",
+            "--strict",
+            "--zone",
+            ZONE_C,
+            "--cache-dir",
+        ])
         .arg(dir.path().join("cache-strict"))
         .arg("--map")
         .arg(&no_ids)
@@ -3824,7 +3835,10 @@ fn glide_standalone_from_resolve_reads_every_key_in_the_zone() {
     let refused = String::from_utf8_lossy(&strict.stderr);
     assert_eq!(strict.status.code(), Some(1), "{refused}");
     assert!(strict.stdout.is_empty(), "{}", String::from_utf8_lossy(&strict.stdout));
-    assert!(refused.contains("--strict: client_az cannot match") && refused.contains(&mapping), "{refused}");
+    assert!(
+        refused.contains("--strict: client_az cannot match") && refused.contains(&mapping),
+        "{refused}"
+    );
     eprintln!("--strict: {refused}");
     // With zone_ids (the first map), --strict prints as without it.
     let (config, _) = resolve_glide(&by_id, &["--zone", ZONE_C, "--strict"], &[]);

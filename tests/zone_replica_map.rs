@@ -878,7 +878,10 @@ resource "locality_zone_replica_map" "cache" {{
     assert!(out.contains("1 added"), "{out}");
     let doc: serde_json::Value = serde_json::from_str(&tf.read("replica-map.json").unwrap()).unwrap();
     assert_eq!(doc["fallback"], "clustercfg.sessions.example:6379", "{doc}");
-    assert_eq!(doc["configuration_endpoint"], "clustercfg.sessions.example:6379", "{doc}");
+    assert_eq!(
+        doc["configuration_endpoint"], "clustercfg.sessions.example:6379",
+        "{doc}"
+    );
     assert_eq!(doc["zones"], serde_json::json!({}), "{doc}");
     tf.assert_no_changes();
 
@@ -893,9 +896,14 @@ resource "locality_zone_replica_map" "cache" {{
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "clustercfg.sessions.example:6379\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "clustercfg.sessions.example:6379\n"
+    );
     assert!(
-        stderr.contains("cluster-mode-enabled") && stderr.contains("--format glide") && !stderr.contains("no entry for zone"),
+        stderr.contains("cluster-mode-enabled")
+            && stderr.contains("--format glide")
+            && !stderr.contains("no entry for zone"),
         "{stderr}"
     );
     eprintln!("resolve on a cluster's map: {stderr}");

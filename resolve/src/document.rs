@@ -391,7 +391,10 @@ mod tests {
         let why = cluster
             .candidates(&zone(Some("ap-northeast-1a"), None), "h")
             .unwrap_err();
-        assert!(why.contains("cluster-mode-enabled") && why.contains("--format glide"), "{why}");
+        assert!(
+            why.contains("cluster-mode-enabled") && why.contains("--format glide"),
+            "{why}"
+        );
         // An ID the map does not know: no entry (not a name match).
         assert!(map
             .candidates(&zone(Some("ap-northeast-1c"), Some("apne1-az1")), "h")

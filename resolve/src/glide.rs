@@ -285,7 +285,10 @@ fn client_az(
     };
     // The mapping seen: the zone the map gives that node → the spelling it reports.
     let seen = match map.nodes.iter().find(|n| n.endpoint == endpoint) {
-        Some(node) => format!("{endpoint} is in {} by the map and reports {az} ({} → {az})", node.zone, node.zone),
+        Some(node) => format!(
+            "{endpoint} is in {} by the map and reports {az} ({} → {az})",
+            node.zone, node.zone
+        ),
         None => format!("{endpoint} reports its zone as {az}"),
     };
     if is_zone_id(&az) {

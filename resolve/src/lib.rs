@@ -518,10 +518,12 @@ pub fn run(options: &Options, format: Format, out: &mut dyn std::io::Write, err:
                 warnings,
                 unmatched,
             }) => {
-                for warning in &warnings {
+                let refused = if options.strict { unmatched.as_ref() } else { None };
+                // (Under --strict, the reason is said once, in the refusal.)
+                for warning in warnings.iter().filter(|w| Some(*w) != refused) {
                     let _ = writeln!(err, "{} {warning}", crate::prefix("resolve"));
                 }
-                if let (true, Some(why)) = (options.strict, &unmatched) {
+                if let Some(why) = refused {
                     let _ = writeln!(
                         err,
                         "{} --strict: client_az cannot match the nodes' spelling of zones, so nothing is printed ({why})",

@@ -183,7 +183,11 @@ fn open_map_file(path: &std::path::Path) -> Result<(std::fs::File, Vec<String>),
     let file = std::fs::File::open(path).map_err(|e| {
         ReadError::new(
             io_class(&e),
-            format!("{} cannot be read ({})", path.display(), crate::io_problem::io_problem(&e)),
+            format!(
+                "{} cannot be read ({})",
+                path.display(),
+                crate::io_problem::io_problem(&e)
+            ),
         )
     })?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
@@ -217,7 +221,11 @@ fn read_file(path: &std::path::Path) -> Result<(String, Vec<String>, MapVersion)
         .map_err(|e| {
             ReadError::new(
                 io_class(&e),
-                format!("{} cannot be read ({})", path.display(), crate::io_problem::io_problem(&e)),
+                format!(
+                    "{} cannot be read ({})",
+                    path.display(),
+                    crate::io_problem::io_problem(&e)
+                ),
             )
         })?;
     if text.len() > MAX_MAP_BYTES {

@@ -49,7 +49,9 @@ pub fn check_table(name: &str) -> Result<(), String> {
                     break;
                 }
             }
-            let Some(end) = end.filter(|e| *e > 0) else { return refuse() };
+            let Some(end) = end.filter(|e| *e > 0) else {
+                return refuse();
+            };
             rest = &quoted[end + 1..];
         } else {
             let length = rest
@@ -262,7 +264,13 @@ mod tests {
 
     #[test]
     fn a_table_is_an_identifier_or_it_is_refused() {
-        for good in ["vpc_flow_logs", "flowlogs.vpc_flow_logs", "awsdatacatalog.db.t", "\"my-db\".\"flow logs\"", "\"a\"\"b\""] {
+        for good in [
+            "vpc_flow_logs",
+            "flowlogs.vpc_flow_logs",
+            "awsdatacatalog.db.t",
+            "\"my-db\".\"flow logs\"",
+            "\"a\"\"b\"",
+        ] {
             assert_eq!(check_table(good), Ok(()), "{good}");
         }
         for bad in [

@@ -304,7 +304,10 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
             tally.skip(
                 &name,
                 number,
-                format!("longer than {} KiB (a record is a few hundred bytes): skipped to its end", MAX_LINE_BYTES / 1024),
+                format!(
+                    "longer than {} KiB (a record is a few hundred bytes): skipped to its end",
+                    MAX_LINE_BYTES / 1024
+                ),
             );
             continue;
         }

@@ -116,6 +116,27 @@ pub struct Figures {
     pub unknown_zone_clients: Vec<UnknownClient>,
 }
 
+/// A client's bytes while the figures are summed.
+#[derive(Debug, Default)]
+struct ClientSum {
+    /// Its zone (empty when unknown).
+    zone: String,
+    /// Bytes.
+    bytes: u64,
+    /// The interface whose records counted it first.
+    interface: Option<String>,
+    /// Bytes per node index.
+    by_node: BTreeMap<usize, u64>,
+}
+
+/// The clients with the most bytes, most first (then by address), at most [`TOP_CLIENTS`].
+fn worst_first(clients: BTreeMap<IpAddr, ClientSum>) -> Vec<(IpAddr, ClientSum)> {
+    let mut list: Vec<(IpAddr, ClientSum)> = clients.into_iter().collect();
+    list.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes).then(a.0.cmp(&b.0)));
+    list.truncate(TOP_CLIENTS);
+    list
+}
+
 fn role_name(role: NodeRole) -> &'static str {
     match role {
         NodeRole::Primary => "primary",
@@ -146,9 +167,8 @@ impl Figures {
         let add = |sum: &mut u64, bytes: u64| *sum = sum.saturating_add(bytes);
         let (mut in_zone, mut cross, mut primary_cross, mut unknown) = (0u64, 0u64, 0u64, 0u64);
         let mut client_zones: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        // Per client: zone, bytes, and bytes per node index.
-        let mut clients: BTreeMap<IpAddr, (String, u64, BTreeMap<usize, u64>)> = BTreeMap::new();
-        let mut unknown_clients: BTreeMap<IpAddr, (u64, Option<String>, BTreeMap<usize, u64>)> = BTreeMap::new();
+        let mut clients: BTreeMap<IpAddr, ClientSum> = BTreeMap::new();
+        let mut unknown_clients: BTreeMap<IpAddr, ClientSum> = BTreeMap::new();
         for c in &counted {
             let node = &nodes[c.node];
             let figures = &mut per_node[c.node];
@@ -159,11 +179,11 @@ impl Figures {
                     add(&mut figures.unknown_zone_bytes, c.bytes);
                     add(&mut unknown, c.bytes);
                     let entry = unknown_clients.entry(c.client).or_default();
-                    add(&mut entry.0, c.bytes);
-                    if entry.1.is_none() {
-                        entry.1.clone_from(&c.interface);
+                    add(&mut entry.bytes, c.bytes);
+                    if entry.interface.is_none() {
+                        entry.interface.clone_from(&c.interface);
                     }
-                    add(entry.2.entry(c.node).or_default(), c.bytes);
+                    add(entry.by_node.entry(c.node).or_default(), c.bytes);
                 }
                 Some(subnet) if same_zone(subnet, node) => {
                     if replica {
@@ -176,11 +196,12 @@ impl Figures {
                     if replica {
                         add(&mut cross, c.bytes);
                         add(&mut client_zones.entry(subnet.zone.clone()).or_default().1, c.bytes);
-                        let entry = clients
-                            .entry(c.client)
-                            .or_insert_with(|| (subnet.zone.clone(), 0, BTreeMap::new()));
-                        add(&mut entry.1, c.bytes);
-                        add(entry.2.entry(c.node).or_default(), c.bytes);
+                        let entry = clients.entry(c.client).or_insert_with(|| ClientSum {
+                            zone: subnet.zone.clone(),
+                            ..ClientSum::default()
+                        });
+                        add(&mut entry.bytes, c.bytes);
+                        add(entry.by_node.entry(c.node).or_default(), c.bytes);
                     } else {
                         add(&mut primary_cross, c.bytes);
                     }
@@ -200,35 +221,23 @@ impl Figures {
             list.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.endpoint.cmp(&b.endpoint)));
             list
         };
-        let mut cross_zone_clients: Vec<(IpAddr, String, u64, BTreeMap<usize, u64>)> = clients
+        let cross_zone_clients = worst_first(clients)
             .into_iter()
-            .map(|(address, (zone, bytes, by_node))| (address, zone, bytes, by_node))
-            .collect();
-        cross_zone_clients.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-        cross_zone_clients.truncate(TOP_CLIENTS);
-        let cross_zone_clients = cross_zone_clients
-            .into_iter()
-            .map(|(address, zone, bytes, by_node)| ClientFigures {
+            .map(|(address, sum)| ClientFigures {
                 address,
-                zone,
-                bytes,
-                estimated_monthly_cost_usd: monthly(bytes),
-                nodes: node_list(by_node),
+                zone: sum.zone,
+                bytes: sum.bytes,
+                estimated_monthly_cost_usd: monthly(sum.bytes),
+                nodes: node_list(sum.by_node),
             })
             .collect();
-        let mut unknown_zone_clients: Vec<(IpAddr, u64, Option<String>, BTreeMap<usize, u64>)> = unknown_clients
+        let unknown_zone_clients = worst_first(unknown_clients)
             .into_iter()
-            .map(|(address, (bytes, interface, by_node))| (address, bytes, interface, by_node))
-            .collect();
-        unknown_zone_clients.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        unknown_zone_clients.truncate(TOP_CLIENTS);
-        let unknown_zone_clients = unknown_zone_clients
-            .into_iter()
-            .map(|(address, bytes, interface, by_node)| UnknownClient {
+            .map(|(address, sum)| UnknownClient {
                 address,
-                bytes,
-                interface,
-                nodes: node_list(by_node),
+                bytes: sum.bytes,
+                interface: sum.interface,
+                nodes: node_list(sum.by_node),
             })
             .collect();
         let known = in_zone.saturating_add(cross);
@@ -270,16 +279,17 @@ impl Figures {
             .filter(|(_, n, _)| *n > 0)
             .map(|(_, n, said)| format!("{n} {said}"))
             .collect();
-        let read = format!(
-            "{} record(s) read, {} counted",
-            self.records, self.counted_records
-        );
+        let read = format!("{} record(s) read, {} counted", self.records, self.counted_records);
         Some(if self.records == 0 && self.left_out.unparsed_lines == 0 {
             "no flow record was read".to_string()
         } else if self.counted_records == 0 {
             format!(
                 "{read}: none is between a client and a node of the map (left out: {})",
-                if left_out.is_empty() { "nothing".to_string() } else { left_out.join(", ") }
+                if left_out.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    left_out.join(", ")
+                }
             )
         } else if self.in_zone_bytes == 0 && self.cross_zone_bytes == 0 && self.unknown_zone_bytes > 0 {
             format!("{read}: every client with a replica is in no known subnet (zone unknown)")
@@ -513,11 +523,13 @@ impl Figures {
             let _ = writeln!(out, "\nClients reading across zones, worst first:");
             let _ = writeln!(
                 out,
-                "  {:<40} {:<16} {:>12} {:>10}  {}",
-                "CLIENT", "ZONE", "BYTES", "USD/MONTH", "READ FROM (ZONE) BYTES"
+                "  {:<40} {:<16} {:>12} {:>10}  READ FROM (ZONE) BYTES",
+                "CLIENT", "ZONE", "BYTES", "USD/MONTH"
             );
             for c in &self.cross_zone_clients {
-                let cost = c.estimated_monthly_cost_usd.map_or("-".to_string(), |v| format!("{v:.2}"));
+                let cost = c
+                    .estimated_monthly_cost_usd
+                    .map_or("-".to_string(), |v| format!("{v:.2}"));
                 let mut nodes = c.nodes.iter().map(node_cell);
                 let _ = writeln!(
                     out,
@@ -537,8 +549,8 @@ impl Figures {
             let _ = writeln!(out, "\nClients in no known subnet, most bytes first:");
             let _ = writeln!(
                 out,
-                "  {:<40} {:>12}  {:<24}  {}",
-                "CLIENT", "BYTES", "SEEN AT", "WITH (ZONE) BYTES"
+                "  {:<40} {:>12}  {:<24}  WITH (ZONE) BYTES",
+                "CLIENT", "BYTES", "SEEN AT"
             );
             for c in &self.unknown_zone_clients {
                 let mut nodes = c.nodes.iter().map(node_cell);

@@ -131,7 +131,11 @@ impl LeftOut {
             ("no_data", self.no_data, "NODATA or SKIPDATA"),
             ("rejected", self.rejected, "rejected (nothing delivered)"),
             ("impossible", self.impossible, "impossible bytes or window"),
-            ("other_end", self.other_end, "the client's end of a flow counted at the node"),
+            (
+                "other_end",
+                self.other_end,
+                "the client's end of a flow counted at the node",
+            ),
             ("between_nodes", self.between_nodes, "between two nodes (replication)"),
             ("no_node", self.no_node, "no node of the map at either end"),
         ]
@@ -139,7 +143,9 @@ impl LeftOut {
 
     /// All of them.
     pub fn total(&self) -> u64 {
-        self.reasons().iter().fold(0u64, |sum, (_, n, _)| sum.saturating_add(*n))
+        self.reasons()
+            .iter()
+            .fold(0u64, |sum, (_, n, _)| sum.saturating_add(*n))
     }
 
     fn merge(&mut self, other: LeftOut) {
@@ -318,7 +324,12 @@ impl Tally {
     /// Adds another tally (another file's) to this one.
     pub fn merge(&mut self, other: Tally) {
         // The other's interface numbers, in this tally's numbering.
-        let renumber: Vec<u32> = other.interfaces.names.iter().map(|n| self.interfaces.intern(n)).collect();
+        let renumber: Vec<u32> = other
+            .interfaces
+            .names
+            .iter()
+            .map(|n| self.interfaces.intern(n))
+            .collect();
         let mine = |id: Option<u32>| id.and_then(|i| renumber.get(i as usize).copied());
         for (key, pair) in other.pairs {
             let into = self.pairs.entry(key).or_default();
@@ -333,7 +344,9 @@ impl Tally {
             }
         }
         for ((node, client, interface), captured) in other.by_interface {
-            let Some(interface) = mine(Some(interface)) else { continue };
+            let Some(interface) = mine(Some(interface)) else {
+                continue;
+            };
             self.by_interface
                 .entry((node, client, interface))
                 .or_default()
@@ -571,7 +584,13 @@ mod tests {
             records: u64::MAX,
         };
         captured.add(2, 1);
-        assert_eq!(captured, Captured { bytes: u64::MAX, records: u64::MAX });
+        assert_eq!(
+            captured,
+            Captured {
+                bytes: u64::MAX,
+                records: u64::MAX
+            }
+        );
         let mut sum = LeftOut {
             no_node: u64::MAX,
             ..LeftOut::default()
@@ -605,6 +624,10 @@ mod tests {
         assert_eq!(count.pairs[0].bytes, 20);
         assert_eq!(count.pairs[0].interface.as_deref(), Some("eni-00000000"));
         assert_eq!((count.records, count.other_end), (2, 199_998));
-        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

@@ -582,7 +582,9 @@ impl Aws {
                             _ => {
                                 if report.bad_amounts.len() < 20 {
                                     let shown: String = text.chars().take(40).collect();
-                                    report.bad_amounts.push(format!("{date} {usage_type} {metric} = {shown:?}"));
+                                    report
+                                        .bad_amounts
+                                        .push(format!("{date} {usage_type} {metric} = {shown:?}"));
                                 }
                                 0.0
                             }
@@ -593,7 +595,9 @@ impl Aws {
                         report.matched_groups += 1;
                         day.0 += usd;
                         day.1 += gb;
-                    } else if report.other_usage_types.len() < 1_000 || report.other_usage_types.contains_key(&usage_type) {
+                    } else if report.other_usage_types.len() < 1_000
+                        || report.other_usage_types.contains_key(&usage_type)
+                    {
                         *report.other_usage_types.entry(usage_type).or_default() += usd;
                     }
                 }

@@ -462,14 +462,21 @@ mod tests {
             };
             let mut diags = Diagnostics::default();
             validate(&config, &mut diags);
-            diags.iter().map(|d| format!("{}: {}", d.summary, d.detail)).collect::<Vec<_>>()
+            diags
+                .iter()
+                .map(|d| format!("{}: {}", d.summary, d.detail))
+                .collect::<Vec<_>>()
         };
-        assert_eq!(check("clustercfg.g.example:6379".to_string().into()), Vec::<String>::new());
+        assert_eq!(
+            check("clustercfg.g.example:6379".to_string().into()),
+            Vec::<String>::new()
+        );
         assert_eq!(check(Field::Unknown), Vec::<String>::new());
         let without = check(Field::Null);
         assert_eq!(without.len(), 1, "{without:?}");
         assert!(
-            without[0].starts_with("Missing fallback endpoint") && without[0].contains("set `configuration_endpoint` instead"),
+            without[0].starts_with("Missing fallback endpoint")
+                && without[0].contains("set `configuration_endpoint` instead"),
             "{without:?}"
         );
     }
