@@ -1335,3 +1335,141 @@ fn a_progress_bar_on_a_terminal_and_none_in_a_pipe() {
         text(&piped.stderr)
     );
 }
+
+/// Hostile inputs (issue 52): an S3 listing that never ends (a new continuation token on every
+/// page, or the same one again) stops with an error naming the bucket and prefix; a file name
+/// with terminal escapes and a forged line is printed escaped; `--table` takes an identifier
+/// only; a symbolic link in a folder is said once.
+#[test]
+fn hostile_listings_names_and_tables_are_bounded_and_escaped() {
+    use common::fault_proxy::{Fault, FaultProxy};
+    let f = Fixture::new();
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // (keys per page, same token each time, --max-objects, what is said, requests made)
+    for (per_page, same_token, cap, expected, requests) in [
+        (100, false, "250", "more than 250 objects listed (--max-objects)", 3),
+        (0, false, "5000", "the listing went past 10 pages without ending", 10),
+        (
+            1,
+            true,
+            "1000000",
+            "a continuation token it had given before (page 2)",
+            2,
+        ),
+    ] {
+        let proxy = runtime.block_on(FaultProxy::start(&moto.endpoint));
+        {
+            let mut state = proxy.state.lock().unwrap();
+            for n in 0..100 {
+                let token = if same_token {
+                    "again".to_string()
+                } else {
+                    format!("t{n}")
+                };
+                let contents: String = (0..per_page)
+                    .map(|k| format!("<Contents><Key>AWSLogs/{n}-{k}.log.gz</Key><Size>10</Size></Contents>"))
+                    .collect();
+                state.faults.push_back(Fault::Answer(format!(
+                    r#"<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>flow-logs</Name><Prefix>AWSLogs/</Prefix><KeyCount>{per_page}</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>{token}</NextContinuationToken>{contents}</ListBucketResult>"#
+                )));
+            }
+        }
+        let mut env: Vec<(&str, &str)> = ENV.to_vec();
+        let endpoint = proxy.endpoint();
+        env.push(("AWS_ENDPOINT_URL", &endpoint));
+        let out = audit(
+            &[
+                "--map",
+                &f.path("map.json"),
+                "--subnets",
+                &f.path("subnets.json"),
+                "--flow-logs",
+                "s3://flow-logs/AWSLogs/",
+                "--max-objects",
+                cap,
+            ],
+            &env,
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("s3://flow-logs/AWSLogs/") && err.contains(expected),
+            "{err}"
+        );
+        assert_eq!(proxy.state.lock().unwrap().actions.len(), requests, "{err}");
+        eprintln!("{expected}: {requests} requests; {err}");
+    }
+
+    // A file whose name carries a terminal escape and a forged report line.
+    let evil = f.dir.path().join("evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    default_format_folder(&evil, &f.lines);
+    let name = "x\u{1b}[2J\nIn-zone share    100.00 % of replica bytes\u{202e}.log";
+    std::fs::write(evil.join(name), format!("{DEFAULT_HEADER}\nnot a record\n")).unwrap();
+    // And a symbolic link named like a flow log (not followed: said once).
+    std::os::unix::fs::symlink(f.dir.path().join("default"), evil.join("elsewhere.log")).unwrap();
+    let out = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &evil.display().to_string(),
+        ],
+        &[],
+    );
+    let (table, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    for printed in [&table, &err] {
+        assert!(
+            !printed.contains('\u{1b}') && !printed.contains('\u{202e}'),
+            "{printed:?}"
+        );
+        assert!(printed.contains("x\\u{1b}[2J\\nIn-zone share"), "{printed}");
+        assert!(
+            printed.lines().filter(|l| l.starts_with("In-zone share")).count() <= 1,
+            "a forged line: {printed}"
+        );
+    }
+    assert!(table.contains("In-zone share    78.70 %"), "{table}");
+    assert_eq!(err.matches("symbolic link").count(), 1, "{err}");
+    assert!(
+        err.contains("1 symbolic link(s) named like flow logs") && err.contains("elsewhere.log"),
+        "{err}"
+    );
+
+    // --table: an identifier, or exit 2.
+    for (table, code) in [
+        ("flowlogs.vpc_flow_logs", 0),
+        ("\"my-db\".\"flow logs\"", 0),
+        ("vpc_flow_logs; DROP TABLE x", 2),
+        ("t UNION SELECT 1", 2),
+    ] {
+        let out = audit(
+            &[
+                "--map",
+                &f.path("map.json"),
+                "--subnets",
+                &f.path("subnets.json"),
+                "--print-sql",
+                "athena",
+                "--table",
+                table,
+            ],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(code), "{table}: {}", text(&out.stderr));
+        if code == 0 {
+            assert!(text(&out.stdout).contains(&format!("FROM {table}\n")), "{table}");
+        } else {
+            assert!(
+                text(&out.stderr).contains("is not a table name"),
+                "{}",
+                text(&out.stderr)
+            );
+            assert!(out.stdout.is_empty());
+        }
+    }
+}

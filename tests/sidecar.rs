@@ -3148,9 +3148,12 @@ fn the_metrics_listener_is_bounded_against_floods_and_endless_headers() {
     );
     drop(endless);
 
-    // 3,000 idle connections: no thread each, little memory, and reads never wait on them.
+    // 3,000 idle connections (tried; beyond the listener's 32 and the kernel's queue, a connect
+    // waits, and the flood stops at the first that does not complete in 200 ms): no thread
+    // each, little memory, and reads never wait on them.
+    let metrics_socket: std::net::SocketAddr = metrics_addr.parse().unwrap();
     let idle: Vec<TcpStream> = (0..3000)
-        .filter_map(|_| TcpStream::connect(("127.0.0.1", metrics_port)).ok())
+        .map_while(|_| TcpStream::connect_timeout(&metrics_socket, Duration::from_millis(200)).ok())
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let (rss_idle, threads_idle, fds_idle) = footprint(pid);
@@ -3165,7 +3168,7 @@ fn the_metrics_listener_is_bounded_against_floods_and_endless_headers() {
         rss_start / 1024,
         rss_idle / 1024
     );
-    assert!(idle.len() >= 2900, "{}", idle.len());
+    assert!(idle.len() > 32, "{}", idle.len());
     assert_eq!(reads, 50, "{}", sidecar.stderr());
     assert!(read_time < Duration::from_secs(5), "{read_time:?}");
     assert!(rss_idle < rss_start + (64 << 20), "RSS {rss_start} → {rss_idle}");
@@ -3184,7 +3187,7 @@ fn the_metrics_listener_is_bounded_against_floods_and_endless_headers() {
     let (_, _, fds_now) = footprint(pid);
     limit_descriptors(pid, fds_now + 6);
     let flood: Vec<TcpStream> = (0..200)
-        .filter_map(|_| TcpStream::connect(("127.0.0.1", metrics_port)).ok())
+        .map_while(|_| TcpStream::connect_timeout(&metrics_socket, Duration::from_millis(200)).ok())
         .collect();
     sidecar.wait_until(Duration::from_secs(10), "the accept error is logged", || {
         sidecar
@@ -3209,6 +3212,98 @@ fn the_metrics_listener_is_bounded_against_floods_and_endless_headers() {
         .matches("the metrics listener could not accept a connection")
         .count();
     assert!(said <= 5, "said {said} times: {}", sidecar.stderr());
+}
+
+/// Issue 52, item 8: 32 idle connections held and reopened as they close (every place of the
+/// metrics listener) blinded every scrape when the extra connections were accepted and closed
+/// (0 of 8 with Prometheus's 10 s timeout). Now extra connections wait in the kernel's queue in
+/// order, and a scrape is answered once an idle connection's place frees (5 s at most): at
+/// least 80 % of 8 scrapes with a 10 s timeout answer.
+#[test]
+fn scrapes_get_through_32_held_connections() {
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let metrics_port = free_port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let sidecar = Sidecar::start(
+        &map,
+        &["--zone", ZONE_A, "--interval", "1", "--metrics", &metrics_addr],
+        &[],
+    );
+    assert!(http_get(metrics_port, "/metrics").contains("locality_sidecar_info"));
+    // The attacker: 32 connections that never send a byte, each reopened as soon as it closes.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reopened = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let holders: Vec<_> = (0..32)
+        .map(|_| {
+            let (stop, reopened) = (Arc::clone(&stop), Arc::clone(&reopened));
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let Ok(mut held) = TcpStream::connect(("127.0.0.1", metrics_port)) else {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    };
+                    reopened.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let _ = held.set_read_timeout(Some(Duration::from_millis(500)));
+                    let mut buf = [0u8; 64];
+                    // Until the listener closes it (or the test ends).
+                    loop {
+                        match held.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(_) => {}
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) =>
+                            {
+                                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                                    return;
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // Eight scrapes, as Prometheus makes them: a 10 s timeout each.
+    let mut answered = 0;
+    let mut times = Vec::new();
+    for _ in 0..8 {
+        let started = Instant::now();
+        let ok = (|| -> std::io::Result<bool> {
+            let mut scrape = TcpStream::connect_timeout(&metrics_addr.parse().unwrap(), Duration::from_secs(10))?;
+            scrape.set_read_timeout(Some(Duration::from_secs(10).saturating_sub(started.elapsed())))?;
+            scrape.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+            let mut answer = String::new();
+            scrape.read_to_string(&mut answer)?;
+            Ok(answer.contains("locality_sidecar_info"))
+        })()
+        .unwrap_or(false);
+        times.push(started.elapsed());
+        if ok && started.elapsed() <= Duration::from_secs(10) {
+            answered += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for holder in holders {
+        let _ = holder.join();
+    }
+    let opened = reopened.load(std::sync::atomic::Ordering::SeqCst);
+    eprintln!(
+        "32 held connections ({opened} opened in all): {answered} of 8 scrapes answered within 10 s, times {times:?}"
+    );
+    assert!(opened > 32, "the attacker reopened its connections: {opened}");
+    assert!(
+        answered >= 7,
+        "{answered} of 8 scrapes answered: {times:?}\n{}",
+        sidecar.stderr()
+    );
 }
 
 /// A program that runs `locality` with the arguments it is given under a descriptor limit.

@@ -908,3 +908,47 @@ resource "locality_zone_replica_map" "cache" {{
     );
     eprintln!("resolve on a cluster's map: {stderr}");
 }
+
+/// Issue 52, item 10: the configuration a new user writes first (the primary in
+/// `ap-northeast-1a`, a replica in `ap-northeast-1c`, `zones` naming both): after `terraform
+/// import` of the file it published, the plan is empty (it said `+ zones = [...]`, 1 to change).
+#[test]
+fn an_import_of_the_first_configuration_plans_nothing() {
+    let tf = Terraform::dev_overrides();
+    let body = format!(
+        r#"{PREAMBLE}
+provider "locality" {{}}
+
+resource "locality_zone_replica_map" "cache" {{
+  fallback_endpoint = "reader.example:6379"
+  zones             = ["ap-northeast-1a", "ap-northeast-1c"]
+
+  member {{
+    endpoint = "primary.example:6379"
+    zone     = "ap-northeast-1a"
+    role     = "primary"
+  }}
+  member {{
+    endpoint = "replica.example:6379"
+    zone     = "ap-northeast-1c"
+  }}
+
+  file {{
+    path = "replica-map.json"
+  }}
+}}
+"#
+    );
+    tf.write("main.tf", &body);
+    tf.ok(&["apply", "-auto-approve"]);
+    let published = tf.read("replica-map.json").unwrap();
+    tf.ok(&["state", "rm", "locality_zone_replica_map.cache"]);
+    tf.ok(&["import", "locality_zone_replica_map.cache", "replica-map.json"]);
+    tf.assert_no_changes();
+    assert_eq!(tf.read("replica-map.json").unwrap(), published);
+    let state = tf.ok(&["state", "show", "locality_zone_replica_map.cache"]);
+    assert!(
+        state.contains("\"ap-northeast-1a\"") && state.contains("uncovered_zones"),
+        "{state}"
+    );
+}

@@ -84,6 +84,11 @@ pub struct AuditArgs {
     /// The table `--print-sql` queries.
     #[arg(long, value_name = "NAME", default_value = "vpc_flow_logs")]
     table: String,
+    /// The most S3 keys one --flow-logs prefix may list (a day of a large VPC's flow logs is a
+    /// few hundred thousand); a listing past it, or one that repeats a continuation token, ends
+    /// with an error naming the bucket and prefix.
+    #[arg(long = "max-objects", value_name = "N", default_value_t = 1_000_000)]
+    max_objects: u64,
     /// How many files or objects are read at once (default: the number of cores).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -224,10 +229,16 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     let mut inputs: Vec<Input> = Vec::new();
     for (location, given) in locations.iter().zip(&args.flow_logs) {
         let found = match location {
-            Location::Path(path) => read::local_inputs(path).map_err(Failure::Error)?,
+            Location::Path(path) => {
+                let (found, note) = read::local_inputs(path).map_err(Failure::Error)?;
+                if let Some(note) = note {
+                    let _ = writeln!(err, "locality audit: warning: {note}");
+                }
+                found
+            }
             Location::S3 { bucket, prefix } => match &s3 {
                 Some(client) => runtime
-                    .block_on(read::s3_inputs(client, bucket, prefix))
+                    .block_on(read::s3_inputs(client, bucket, prefix, args.max_objects))
                     .map_err(Failure::Error)?,
                 None => {
                     return Err(Failure::Error(format!(

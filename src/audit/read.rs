@@ -72,10 +72,12 @@ pub enum Input {
 impl Input {
     /// How it is named in messages.
     pub fn name(&self) -> String {
-        match self {
+        // Control characters escaped: a name cannot move the terminal's cursor or forge a line
+        // of the report or of stderr.
+        super::report::printable(&match self {
             Input::File(path, _) => path.display().to_string(),
             Input::Object { bucket, key, .. } => format!("s3://{bucket}/{key}"),
-        }
+        })
     }
 
     /// Its size in bytes (compressed, as stored).
@@ -93,16 +95,17 @@ fn is_flow_log(path: &Path) -> bool {
 }
 
 /// The files of a local location: the file itself, or a folder's flow-log files (recursively,
-/// in name order).
+/// in name order), and a note when symbolic links inside were not followed.
 ///
 /// # Errors
 /// A sentence naming what cannot be read.
-pub fn local_inputs(path: &Path) -> Result<Vec<Input>, String> {
+pub fn local_inputs(path: &Path) -> Result<(Vec<Input>, Option<String>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if meta.is_file() {
-        return Ok(vec![Input::File(path.to_path_buf(), meta.len())]);
+        return Ok((vec![Input::File(path.to_path_buf(), meta.len())], None));
     }
     let mut found = Vec::new();
+    let mut links: Vec<PathBuf> = Vec::new();
     let mut folders = vec![path.to_path_buf()];
     while let Some(folder) = folders.pop() {
         let entries = std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
@@ -116,30 +119,67 @@ pub fn local_inputs(path: &Path) -> Result<Vec<Input>, String> {
             } else if kind.is_file() && is_flow_log(&entry.path()) {
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
                 found.push(Input::File(entry.path(), size));
+            } else if kind.is_symlink() && is_flow_log(&entry.path()) {
+                links.push(entry.path());
             }
         }
     }
     found.sort_by_key(Input::name);
-    Ok(found)
+    links.sort();
+    // Links are not followed inside a folder (a loop, or a file outside it): said once.
+    let note = links.first().map(|first| {
+        format!(
+            "{} symbolic link(s) named like flow logs in {} not followed (the first: {}); give a link's target as its own --flow-logs to read it",
+            links.len(),
+            super::report::printable(&path.display().to_string()),
+            super::report::printable(&first.display().to_string())
+        )
+    });
+    Ok((found, note))
 }
 
-/// The objects under an S3 prefix whose keys end in `.log` or `.log.gz`, every page.
+/// The objects under an S3 prefix whose keys end in `.log` or `.log.gz`, every page, up to
+/// `max_objects` keys listed (and twice as many pages as those keys fill).
 ///
 /// # Errors
-/// The AWS error's sentence.
-pub async fn s3_inputs(client: &aws_sdk_s3::Client, bucket: &str, prefix: &str) -> Result<Vec<Input>, String> {
-    let mut pages = client
-        .list_objects_v2()
-        .bucket(bucket)
-        .prefix(prefix)
-        .into_paginator()
-        .send();
+/// The AWS error's sentence; a listing past the caps or repeating a continuation token, named
+/// with its bucket and prefix.
+pub async fn s3_inputs(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    prefix: &str,
+    max_objects: u64,
+) -> Result<Vec<Input>, String> {
+    let listing = format!("s3://{bucket}/{prefix}");
+    // A page holds up to 1,000 keys; a server that gives empty pages forever ends here too.
+    let max_pages = max_objects.div_ceil(1000).saturating_mul(2).max(10);
     let mut found = Vec::new();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(|e| {
-            locality_resolve::aws_error::describe(&format!("s3:ListObjectsV2 of s3://{bucket}/{prefix}"), &e)
-        })?;
+    let mut keys = 0u64;
+    let mut pages = 0u64;
+    let mut token: Option<String> = None;
+    let mut tokens_seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    loop {
+        pages += 1;
+        if pages > max_pages {
+            return Err(format!(
+                "{listing}: the listing went past {max_pages} pages without ending: stopped (narrow the prefix, or raise --max-objects)"
+            ));
+        }
+        let page = client
+            .list_objects_v2()
+            .bucket(bucket)
+            .prefix(prefix)
+            .set_continuation_token(token.clone())
+            .send()
+            .await
+            .map_err(|e| locality_resolve::aws_error::describe(&format!("s3:ListObjectsV2 of {listing}"), &e))?;
         for object in page.contents.unwrap_or_default() {
+            keys += 1;
+            if keys > max_objects {
+                return Err(format!(
+                    "{listing}: more than {max_objects} objects listed (--max-objects): stopped; narrow the prefix (a day's, e.g. .../2026/12/04/), or raise --max-objects"
+                ));
+            }
             let Some(key) = object.key else { continue };
             if is_flow_log(Path::new(&key)) {
                 found.push(Input::Object {
@@ -148,6 +188,18 @@ pub async fn s3_inputs(client: &aws_sdk_s3::Client, bucket: &str, prefix: &str) 
                     size: object.size.unwrap_or(0).max(0) as u64,
                 });
             }
+        }
+        if page.is_truncated != Some(true) {
+            break;
+        }
+        match page.next_continuation_token.filter(|t| !t.is_empty()) {
+            None => break,
+            Some(next) if !tokens_seen.insert(next.clone()) => {
+                return Err(format!(
+                    "{listing}: S3 gave a continuation token it had given before (page {pages}): stopped rather than list the same pages forever"
+                ));
+            }
+            Some(next) => token = Some(next),
         }
     }
     Ok(found)

@@ -259,7 +259,7 @@ impl Figures {
             first_skipped: tally
                 .first_skipped
                 .as_ref()
-                .map(|f| format!("{}, line {}: {}", printable(&f.location), f.line, f.problem)),
+                .map(|f| format!("{}, line {}: {}", f.location, f.line, f.problem)),
             nodes: per_node,
             client_zones,
             cross_zone_clients,
@@ -621,10 +621,21 @@ fn timestamp(seconds: u64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).to_string()
 }
 
-/// A name from the records, with control characters escaped (a record cannot move the
-/// terminal's cursor or forge a line of the report).
+/// A name from the records or the locations, with control characters, bidirectional overrides
+/// and zero-width marks escaped (`\u{1b}`, `\n`): a name cannot move the terminal's cursor, forge
+/// a line of the report or reorder one.
 pub fn printable(value: &str) -> String {
-    value.chars().flat_map(char::escape_debug).collect::<String>()
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        // Bidirectional overrides and zero-width marks reorder or hide what a line says.
+        let invisible = matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || invisible {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A label value, escaped as the text format wants.

@@ -22,8 +22,9 @@ pub enum Fault {
     DropBefore,
     /// Forward, then drop the connection without answering.
     LostAfter,
-    /// Answer 200 with this JSON body (`application/x-amz-json-1.1`) without forwarding: a
-    /// server that says what the test wants (e.g. the same page token forever).
+    /// Answer 200 with this body without forwarding (`application/xml` when it starts with `<`,
+    /// else `application/x-amz-json-1.1`): a server that says what the test wants (e.g. the
+    /// same page token forever).
     Answer(String),
 }
 
@@ -123,12 +124,12 @@ async fn forward(
                 .into_response();
         }
         Some(Fault::Answer(body)) => {
-            return (
-                StatusCode::OK,
-                [("content-type", "application/x-amz-json-1.1")],
-                body.clone(),
-            )
-                .into_response();
+            let kind = if body.starts_with('<') {
+                "application/xml"
+            } else {
+                "application/x-amz-json-1.1"
+            };
+            return (StatusCode::OK, [("content-type", kind)], body.clone()).into_response();
         }
         Some(Fault::DropBefore) => panic!("fault_proxy: dropping the connection before forwarding (injected fault)"),
         _ => {}

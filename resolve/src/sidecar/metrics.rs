@@ -264,8 +264,12 @@ impl Metrics {
 /// The content type of [`Metrics::text`].
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// The most connections the metrics listener serves at once; one more is accepted and closed
-/// at once (so a flood neither queues in front of a scrape for long nor holds descriptors).
+/// The most connections the metrics listener serves at once. Beyond them, connections wait in
+/// the kernel's queue (not accepted: no descriptor, no memory of ours) and are taken in the
+/// order they came as places free: idle ones free theirs within [`HEAD_TIMEOUT`], so a scrape
+/// that arrives while 32 idle connections are held is answered within about that, ahead of
+/// connections opened after it. (Accepting and closing the extra ones, as before, let 32 idle
+/// connections reopened as they closed blind every scrape.)
 pub const MAX_CONNECTIONS: usize = 32;
 /// The largest request head read (bytes; hyper's smallest buffer is 8 KiB): a longer one is
 /// answered 431 and the connection closed.
@@ -338,6 +342,15 @@ async fn accept_loop(
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut last_said: Option<(std::io::ErrorKind, std::time::Instant)> = None;
     loop {
+        // A place first, then a connection: while all are taken, new ones wait in the kernel's
+        // queue, in order.
+        let slot = tokio::select! {
+            _ = &mut stopped => return,
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return,
+            },
+        };
         let accepted = tokio::select! {
             _ = &mut stopped => return,
             accepted = listener.accept() => accepted,
@@ -359,11 +372,6 @@ async fn accept_loop(
                     () = tokio::time::sleep(ACCEPT_PAUSE) => continue,
                 }
             }
-        };
-        // Full: closed at once.
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            drop(stream);
-            continue;
         };
         let metrics = Arc::clone(&metrics);
         tokio::spawn(async move {

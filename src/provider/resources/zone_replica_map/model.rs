@@ -286,6 +286,9 @@ impl ZoneReplicaMapModel {
             if let Some(ids) = &topology.zone_ids {
                 self.zone_ids = Field::known_map(ids.clone());
             }
+            if let Some(zones) = &topology.zones {
+                self.zones = Field::Known(Set(zones.iter().map(|z| Field::Known(z.clone())).collect()));
+            }
         }
     }
 
