@@ -80,6 +80,9 @@ pub struct ReplicaMap {
     pub shards: Option<Shards>,
     /// The replication group discovered (`None` for `member` blocks).
     pub replication_group_id: Option<String>,
+    /// Whether the configuration listed its zones (`zones`): the uncovered ones are then
+    /// published (`uncovered_zones`), so that an import gives `zones` back.
+    pub zones_listed: bool,
 }
 
 impl Topology {
@@ -138,6 +141,7 @@ impl Topology {
             configuration_endpoint: Some(configuration_endpoint.to_string()),
             shards: Some(shards),
             replication_group_id: self.replication_group_id.clone(),
+            zones_listed: self.zones.is_some(),
         }
     }
 
@@ -206,6 +210,7 @@ impl Topology {
             configuration_endpoint: None,
             shards: None,
             replication_group_id: self.replication_group_id.clone(),
+            zones_listed: self.zones.is_some(),
         }
     }
 }
@@ -226,6 +231,12 @@ impl ReplicaMap {
         }
         if let Some(replicas) = &self.replicas {
             doc.insert("replicas".into(), object(replicas));
+        }
+        // Only when the configuration listed its zones: the zones it asked for that read across
+        // a zone (the default, every zone with a member, needs no saying, and its documents
+        // keep their bytes).
+        if self.zones_listed && !self.uncovered_zones.is_empty() {
+            doc.insert("uncovered_zones".into(), self.uncovered_zones.clone().into());
         }
         let nodes: Vec<serde_json::Value> = self
             .nodes
@@ -387,6 +398,7 @@ pub(super) fn reconstruct(text: &str) -> Option<Reconstructed> {
         replicas: Option<serde::de::IgnoredAny>,
         #[serde(default)]
         zones: BTreeMap<String, serde::de::IgnoredAny>,
+        uncovered_zones: Option<Vec<String>>,
     }
     #[derive(serde::Deserialize)]
     struct Node {
@@ -427,15 +439,16 @@ pub(super) fn reconstruct(text: &str) -> Option<Reconstructed> {
         replication_group_id: doc.replication_group_id,
     };
     let mut map = topology.replica_map();
-    // A zone with a member but no entry is uncovered: the configuration a new user writes first
-    // names its zones (`zones = [primary's, replica's]`), and the document's zones and the
-    // uncovered ones are that list (the same bytes as the default, which names the same zones).
-    let listed_zones: Option<BTreeSet<String>> = (!map.uncovered_zones.is_empty()).then(|| {
-        document_zones
-            .iter()
-            .cloned()
-            .chain(map.uncovered_zones.iter().cloned())
-            .collect()
+    // A document that says its uncovered zones was published from a configuration that listed
+    // its zones: they are the document's zones and the uncovered ones (in cluster mode, where
+    // no zone has an entry, the members' zones and the uncovered ones).
+    let listed_zones: Option<BTreeSet<String>> = doc.uncovered_zones.as_ref().map(|uncovered| {
+        let covered: Box<dyn Iterator<Item = String>> = if topology.configuration_endpoint.is_some() {
+            Box::new(topology.members.iter().map(|m| m.zone.clone()))
+        } else {
+            Box::new(document_zones.iter().cloned())
+        };
+        covered.chain(uncovered.iter().cloned()).collect()
     });
     // Each setting the document cannot say outright, tried in turn: the zones it lists (first,
     // when some zone is uncovered), then `read_from_primary`; the first that gives the same
