@@ -127,7 +127,7 @@ fn quickstart_applies_and_publishes_the_map() {
     let published = tf.read("replica-map.json").unwrap();
     assert_eq!(
         published,
-        r#"{"version":1,"fallback":"cache-ro.example.apne1.cache.amazonaws.com:6379","zones":{"ap-northeast-1c":"cache-002.example.apne1.cache.amazonaws.com:6379","ap-northeast-1d":"cache-003.example.apne1.cache.amazonaws.com:6379"},"nodes":[{"endpoint":"cache-001.example.apne1.cache.amazonaws.com:6379","role":"primary","zone":"ap-northeast-1a"},{"endpoint":"cache-002.example.apne1.cache.amazonaws.com:6379","role":"replica","zone":"ap-northeast-1c"},{"endpoint":"cache-003.example.apne1.cache.amazonaws.com:6379","role":"replica","zone":"ap-northeast-1d"}]}"#
+        r#"{"version":1,"fallback":"cache-ro.example.apne1.cache.amazonaws.com:6379","zones":{"ap-northeast-1c":"cache-002.example.apne1.cache.amazonaws.com:6379","ap-northeast-1d":"cache-003.example.apne1.cache.amazonaws.com:6379"},"uncovered_zones":["ap-northeast-1a"],"nodes":[{"endpoint":"cache-001.example.apne1.cache.amazonaws.com:6379","role":"primary","zone":"ap-northeast-1a"},{"endpoint":"cache-002.example.apne1.cache.amazonaws.com:6379","role":"replica","zone":"ap-northeast-1c"},{"endpoint":"cache-003.example.apne1.cache.amazonaws.com:6379","role":"replica","zone":"ap-northeast-1d"}]}"#
     );
     assert_eq!(tf.output("document"), published);
     tf.assert_no_changes();
