@@ -62,6 +62,11 @@ fn inject_groups(moto: &Moto, groups: &[(&str, String, String)]) {
 }
 
 fn terraform(moto: &Moto, body: &str) -> Terraform {
+    terraform_at(&moto.endpoint, body)
+}
+
+/// A configuration whose `aws` block's endpoint is `endpoint` (moto, or a proxy in front of it).
+fn terraform_at(endpoint: &str, body: &str) -> Terraform {
     let mut tf = Terraform::dev_overrides();
     for (k, v) in ENV {
         tf.env(k, v);
@@ -69,8 +74,7 @@ fn terraform(moto: &Moto, body: &str) -> Terraform {
     tf.write(
         "main.tf",
         &format!(
-            "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\n{body}",
-            moto.endpoint
+            "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{endpoint}\"\n  }}\n}}\n\n{body}"
         ),
     );
     tf
@@ -441,20 +445,7 @@ fn endless_pages_of_cost_explorer_end_with_an_error() {
                 )));
             }
         }
-        let tf = {
-            let mut tf = Terraform::dev_overrides();
-            for (k, v) in ENV {
-                tf.env(k, v);
-            }
-            tf.write(
-                "main.tf",
-                &format!(
-                    "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{}\"\n  }}\n}}\n\n{body}",
-                    proxy.endpoint()
-                ),
-            );
-            tf
-        };
+        let tf = terraform_at(&proxy.endpoint(), body);
         let out = tf.fails(&["plan", "-input=false"]);
         let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(words.contains(expected), "{words}");

@@ -207,10 +207,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     }
 
     if let Some(SqlEngine::Athena) = args.print_sql {
-        let latest_end = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-            .saturating_add(86_400);
+        let latest_end = tally::latest_end(tally::now());
         let _ = write!(
             out,
             "{}",

@@ -272,13 +272,7 @@ impl Figures {
         if self.in_zone_share.is_some() {
             return None;
         }
-        let left_out: Vec<String> = self
-            .left_out
-            .reasons()
-            .iter()
-            .filter(|(_, n, _)| *n > 0)
-            .map(|(_, n, said)| format!("{n} {said}"))
-            .collect();
+        let left_out = self.left_out.said();
         let read = format!("{} record(s) read, {} counted", self.records, self.counted_records);
         Some(if self.records == 0 && self.left_out.unparsed_lines == 0 {
             "no flow record was read".to_string()
@@ -476,13 +470,7 @@ impl Figures {
             self.counted_records,
             self.left_out.total()
         );
-        let left_out: Vec<String> = self
-            .left_out
-            .reasons()
-            .iter()
-            .filter(|(_, n, _)| *n > 0)
-            .map(|(_, n, said)| format!("{n} {said}"))
-            .collect();
+        let left_out = self.left_out.said();
         for (n, reason) in left_out.iter().enumerate() {
             let label = if n == 0 { "Left out" } else { "" };
             let _ = writeln!(out, "{label:<16} {reason}");

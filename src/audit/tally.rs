@@ -36,6 +36,18 @@ pub const EARLIEST_START: u64 = 1_433_116_800;
 /// How far past the reader's clock a record may end (clock skew).
 const CLOCK_SKEW_SECONDS: u64 = 86_400;
 
+/// The reader's clock, epoch seconds.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The latest end a record may have when read at `now`: a day of clock skew after it.
+pub fn latest_end(now: u64) -> u64 {
+    now.saturating_add(CLOCK_SKEW_SECONDS)
+}
+
 /// Bytes and records of one end's captures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Captured {
@@ -141,6 +153,16 @@ impl LeftOut {
         ]
     }
 
+    /// The reasons that left something out, as a person says them: `12 rejected (nothing
+    /// delivered)`.
+    pub fn said(&self) -> Vec<String> {
+        self.reasons()
+            .iter()
+            .filter(|(_, n, _)| *n > 0)
+            .map(|(_, n, said)| format!("{n} {said}"))
+            .collect()
+    }
+
     /// All of them.
     pub fn total(&self) -> u64 {
         self.reasons()
@@ -209,17 +231,14 @@ impl Tally {
     /// An empty tally whose records may end at most a day after `now` (epoch seconds).
     pub fn new(now: u64) -> Tally {
         Tally {
-            latest_end: now.saturating_add(CLOCK_SKEW_SECONDS),
+            latest_end: latest_end(now),
             ..Tally::default()
         }
     }
 
     /// An empty tally, its clock read now.
     pub fn now() -> Tally {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        Tally::new(now)
+        Tally::new(now())
     }
 
     /// Whether a record's bytes and window are possible.
