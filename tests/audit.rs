@@ -767,6 +767,29 @@ fn bad_lines_are_skipped_and_named_and_a_truncated_gzip_fails_naming_it() {
     with_it["records"] = json!(f.truth.records);
     with_it["skipped"]["no_data"] = json!(f.truth.no_data);
     assert_figures(&with_it, &f.truth, "with bad lines");
+    // The table's count: records read = counted + left out; lines that did not parse apart.
+    let out = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &bad.display().to_string(),
+        ],
+        &[],
+    );
+    let table = text(&out.stdout);
+    let read = f.truth.records + 1;
+    assert!(
+        table.contains(&format!(
+            "Records          {read} read, {} counted, {} left out; 2 line(s) did not parse\n",
+            f.truth.counted,
+            read - f.truth.counted
+        )),
+        "{table}"
+    );
+    assert!(table.contains("\n                 2 lines that did not parse\n") || table.contains("Left out         2 lines that did not parse\n"), "{table}");
     let first = json["first_skipped"].as_str().unwrap();
     assert!(
         first.contains("broken.log, line 3") && first.contains("6 fields"),

@@ -465,10 +465,15 @@ impl Figures {
         let _ = writeln!(out, "Window           {window}");
         let _ = writeln!(
             out,
-            "Records          {} read, {} counted, {} left out",
+            "Records          {} read, {} counted, {} left out{}",
             self.records,
             self.counted_records,
-            self.left_out.total()
+            // (Lines that did not parse are not records: said apart.)
+            self.left_out.total().saturating_sub(self.left_out.unparsed_lines),
+            match self.left_out.unparsed_lines {
+                0 => String::new(),
+                n => format!("; {n} line(s) did not parse"),
+            }
         );
         let left_out = self.left_out.said();
         for (n, reason) in left_out.iter().enumerate() {
