@@ -789,7 +789,11 @@ fn bad_lines_are_skipped_and_named_and_a_truncated_gzip_fails_naming_it() {
         )),
         "{table}"
     );
-    assert!(table.contains("\n                 2 lines that did not parse\n") || table.contains("Left out         2 lines that did not parse\n"), "{table}");
+    assert!(
+        table.contains("\n                 2 lines that did not parse\n")
+            || table.contains("Left out         2 lines that did not parse\n"),
+        "{table}"
+    );
     let first = json["first_skipped"].as_str().unwrap();
     assert!(
         first.contains("broken.log, line 3") && first.contains("6 fields"),

@@ -45,7 +45,8 @@ pub fn schema() -> Schema {
         ))
         .attribute(Attribute::typed("zones", Type::set(Type::String)).optional().description(
             "The client AZs to publish an entry for. Default: every AZ that has a member. An AZ listed here \
-             with no usable member is reported in `uncovered_zones`.",
+             with no usable member is reported in `uncovered_zones`, and published in the document's \
+             `uncovered_zones` (so that an import gives `zones` back).",
         ))
         .attribute(Attribute::bool("read_from_primary").optional().description(
             "Whether an AZ whose only local node is the primary routes its reads there. Default: `false` \
