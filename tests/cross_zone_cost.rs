@@ -461,3 +461,43 @@ fn endless_pages_of_cost_explorer_end_with_an_error() {
         eprintln!("{expected}: {asked} requests");
     }
 }
+
+/// The read's overall deadline (`timeouts.read`, default 5m): a silent Cost Explorer ends the
+/// plan when it runs out, with a diagnostic naming the setting; a bad value is refused at
+/// validation.
+#[test]
+fn a_silent_cost_explorer_ends_at_the_reads_deadline() {
+    use common::fault_proxy::{Fault, FaultProxy};
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = runtime.block_on(FaultProxy::start(&moto.endpoint));
+    for _ in 0..20 {
+        proxy.state.lock().unwrap().faults.push_back(Fault::Silent);
+    }
+    let tf = terraform_at(
+        &proxy.endpoint(),
+        "data \"locality_cross_zone_cost\" \"week\" {\n  timeouts {\n    read = \"3s\"\n  }\n}\n",
+    );
+    let started = std::time::Instant::now();
+    let out = tf.fails(&["plan", "-input=false"]);
+    let took = started.elapsed();
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("locality_cross_zone_cost: read timed out")
+            && words.contains("did not finish within 3s (`timeouts.read`)")
+            && words.contains("nothing was changed"),
+        "{words}"
+    );
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    eprintln!("a silent Cost Explorer: the plan ended after {took:?}: {words}");
+
+    let tf = terraform(
+        &moto,
+        "data \"locality_cross_zone_cost\" \"week\" {\n  timeouts {\n    read = \"forever\"\n  }\n}\n",
+    );
+    let out = tf.fails(&["plan", "-input=false"]);
+    assert!(
+        out.contains("Invalid timeout") && out.contains("\"forever\" is not a timeout"),
+        "{out}"
+    );
+}

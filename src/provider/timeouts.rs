@@ -25,6 +25,14 @@ crate::model! {
 }
 
 crate::model! {
+    /// The `timeouts` block of a data source whose read waits (many pages of an API).
+    pub struct ReadTimeoutsModel {
+        /// How long a read may take.
+        pub read: Field<String>,
+    }
+}
+
+crate::model! {
     /// The `timeouts` block of a resource whose delete calls no API (only create and update wait).
     pub struct WriteTimeoutsModel {
         /// How long a create may take.
@@ -42,11 +50,21 @@ pub trait Settings {
 
 impl Settings for TimeoutsModel {
     fn setting(&self, op: Operation) -> Option<&Field<String>> {
-        Some(match op {
-            Operation::Create => &self.create,
-            Operation::Update => &self.update,
-            Operation::Delete => &self.delete,
-        })
+        match op {
+            Operation::Create => Some(&self.create),
+            Operation::Update => Some(&self.update),
+            Operation::Delete => Some(&self.delete),
+            Operation::Read => None,
+        }
+    }
+}
+
+impl Settings for ReadTimeoutsModel {
+    fn setting(&self, op: Operation) -> Option<&Field<String>> {
+        match op {
+            Operation::Read => Some(&self.read),
+            _ => None,
+        }
     }
 }
 
@@ -55,13 +73,15 @@ impl Settings for WriteTimeoutsModel {
         match op {
             Operation::Create => Some(&self.create),
             Operation::Update => Some(&self.update),
-            Operation::Delete => None,
+            Operation::Delete | Operation::Read => None,
         }
     }
 }
 
-/// Every operation, in the block's order.
+/// A resource's operations, in the block's order.
 pub const ALL: [Operation; 3] = [Operation::Create, Operation::Update, Operation::Delete];
+/// Every operation a `timeouts` block can set (a data source's `read` too).
+const EVERY: [Operation; 4] = [Operation::Create, Operation::Update, Operation::Delete, Operation::Read];
 
 /// The operation a timeout bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +92,8 @@ pub enum Operation {
     Update,
     /// Delete.
     Delete,
+    /// A data source's read.
+    Read,
 }
 
 impl Operation {
@@ -81,6 +103,7 @@ impl Operation {
             Operation::Create => "create",
             Operation::Update => "update",
             Operation::Delete => "delete",
+            Operation::Read => "read",
         }
     }
 }
@@ -94,6 +117,8 @@ pub struct Defaults {
     pub update: Duration,
     /// Delete.
     pub delete: Duration,
+    /// A data source's read.
+    pub read: Duration,
 }
 
 impl Defaults {
@@ -103,6 +128,7 @@ impl Defaults {
             create: d,
             update: d,
             delete: d,
+            read: d,
         }
     }
 
@@ -111,6 +137,7 @@ impl Defaults {
             Operation::Create => self.create,
             Operation::Update => self.update,
             Operation::Delete => self.delete,
+            Operation::Read => self.read,
         }
     }
 }
@@ -160,7 +187,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
 /// Checks every timeout the block sets (at validation, so a typo fails the plan).
 pub fn validate<T: Settings>(timeouts: &Field<T>, diags: &mut Diagnostics) {
     let Some(t) = timeouts.get() else { return };
-    for op in ALL {
+    for op in EVERY {
         if let Some(text) = t.setting(op).and_then(Field::get) {
             if let Err(problem) = parse(text) {
                 diags.attribute_error(
@@ -191,16 +218,20 @@ pub async fn within<T>(
     work: impl Future<Output = T>,
 ) -> Result<T, Diagnostic> {
     tokio::time::timeout(limit, work).await.map_err(|_| {
+        let name = op.name();
+        let after = if op == Operation::Read {
+            "It was stopped; nothing was changed.".to_string()
+        } else {
+            "What was already sent may still take effect: the next plan reads the live state and shows what \
+             remains."
+                .to_string()
+        };
         Diagnostic::error(
-            format!("{resource}: {} timed out", op.name()),
+            format!("{resource}: {name} timed out"),
             format!(
-                "The {} did not finish within {} (`timeouts.{}`). What was already sent may still take effect: \
-                 the next plan reads the live state and shows what remains. Raise `timeouts.{}` if the API \
-                 needs longer.",
-                op.name(),
-                shown(limit),
-                op.name(),
-                op.name()
+                "The {name} did not finish within {} (`timeouts.{name}`). {after} Raise `timeouts.{name}` if the \
+                 API needs longer.",
+                shown(limit)
             ),
         )
     })

@@ -22,6 +22,8 @@ pub enum Fault {
     DropBefore,
     /// Forward, then drop the connection without answering.
     LostAfter,
+    /// Never answer (an hour's wait): a silent server.
+    Silent,
     /// Answer 200 with this body without forwarding (`application/xml` when it starts with `<`,
     /// else `application/x-amz-json-1.1`): a server that says what the test wants (e.g. the
     /// same page token forever).
@@ -130,6 +132,10 @@ async fn forward(
                 "application/x-amz-json-1.1"
             };
             return (StatusCode::OK, [("content-type", kind)], body.clone()).into_response();
+        }
+        Some(Fault::Silent) => {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            return StatusCode::GATEWAY_TIMEOUT.into_response();
         }
         Some(Fault::DropBefore) => panic!("fault_proxy: dropping the connection before forwarding (injected fault)"),
         _ => {}

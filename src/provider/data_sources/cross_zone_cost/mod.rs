@@ -16,6 +16,7 @@ pub use model::{CrossZoneCostModel, DayModel};
 pub use schema::schema;
 
 use crate::provider::aws::CostQuery;
+use crate::provider::timeouts::{self, Operation};
 use crate::provider::ProviderData;
 use crate::tfplugin::{AttributePath, Context, DataSource, Diagnostics, Field, Number, Schema};
 
@@ -26,6 +27,10 @@ pub struct CrossZoneCost;
 pub const TYPE_NAME: &str = "locality_cross_zone_cost";
 
 const DAY: i64 = 86_400;
+
+/// The read's default deadline: every page, retries included (a server that answers page after
+/// page, or not at all, ends here).
+pub const TIMEOUTS: timeouts::Defaults = timeouts::Defaults::all(std::time::Duration::from_secs(5 * 60));
 
 /// A `YYYY-MM-DD` date as days since 1970-01-01.
 fn parse_date(text: &str) -> Option<i64> {
@@ -142,6 +147,7 @@ impl DataSource<ProviderData> for CrossZoneCost {
 
     fn validate(&self, config: &CrossZoneCostModel, diags: &mut Diagnostics) {
         let _ = window(config, 0, diags);
+        timeouts::validate(&config.timeouts, diags);
         if config.tag_key.is_known() != config.tag_value.is_known()
             && !config.tag_key.is_unknown()
             && !config.tag_value.is_unknown()
@@ -192,10 +198,15 @@ impl DataSource<ProviderData> for CrossZoneCost {
             tag: config.tag_key.get().cloned().zip(config.tag_value.get().cloned()),
         };
         let aws = ctx.data.aws().await;
-        let report = match aws.daily_cost(&query).await {
-            Ok(report) => report,
-            Err(e) => {
+        let limit = timeouts::of(&config.timeouts, Operation::Read, TIMEOUTS);
+        let report = match timeouts::within(limit, Operation::Read, TYPE_NAME, aws.daily_cost(&query)).await {
+            Ok(Ok(report)) => report,
+            Ok(Err(e)) => {
                 diags.error("Cannot read the cross-zone cost", e.to_string());
+                return None;
+            }
+            Err(timed_out) => {
+                diags.add(timed_out);
                 return None;
             }
         };

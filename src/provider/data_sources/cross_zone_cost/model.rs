@@ -1,5 +1,6 @@
 //! The `locality_cross_zone_cost` model: the only place its attributes are named.
 
+use crate::provider::timeouts::ReadTimeoutsModel;
 use crate::tfplugin::{Field, Number};
 
 crate::model! {
@@ -43,6 +44,8 @@ crate::model! {
         pub average_daily_usd: Field<Number>,
         /// Sum of `daily[*].gb`.
         pub total_gb: Field<Number>,
+        /// How long the read may take.
+        pub timeouts: Field<ReadTimeoutsModel>,
     }
 }
 

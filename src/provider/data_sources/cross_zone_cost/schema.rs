@@ -1,5 +1,6 @@
 //! The `locality_cross_zone_cost` schema. Its descriptions are the data source's documentation.
 
+use crate::provider::timeouts::{self, Operation};
 use crate::tfplugin::{Attribute, Block, Schema, Type};
 
 /// The usage types counted unless `usage_type_pattern` says otherwise.
@@ -91,6 +92,11 @@ pub fn schema() -> Schema {
         )
         .attribute(number("total_usd", "The window's cost, USD (the sum of `daily[*].usd`)."))
         .attribute(number("average_daily_usd", "`total_usd` over the window's days: the figure to hold against a daily budget."))
-        .attribute(number("total_gb", "The window's usage, GB (the sum of `daily[*].gb`).")),
+        .attribute(number("total_gb", "The window's usage, GB (the sum of `daily[*].gb`)."))
+        .block(timeouts::block(
+            &[Operation::Read],
+            super::TIMEOUTS,
+            "every page of Cost Explorer's answer, retries included",
+        )),
     }
 }
