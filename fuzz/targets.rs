@@ -260,6 +260,13 @@ fn flow_log(data: &[u8]) {
     let _ = figures.to_json();
     let _ = figures.to_prometheus();
     let _ = figures.why_no_share();
-    let _ = locality::audit::athena::query("vpc_flow_logs", &nodes, &subnets, 0.01, 1_796_169_600);
+    let _ = locality::audit::athena::query(
+        "vpc_flow_logs",
+        locality::audit::athena::Columns::default(),
+        &nodes,
+        &subnets,
+        0.01,
+        1_796_169_600,
+    );
     let _ = locality::audit::athena::check_table(&text);
 }

@@ -100,26 +100,56 @@ enum Capture {
     /// VPC-wide, but one pair (the lesser misrouted client with `ap-northeast-1c`'s replica) is
     /// recorded only at its client's interface: the new user's set of issue 51.
     OnePairAtItsClientOnly,
+    /// The clients' subnets all the time; `ap-northeast-1c`'s replica's subnet from 03:00 of the
+    /// 6-hour window on (case G of issue 56: a node's flow log turned on mid-window).
+    NodeLogStartsMidWindow,
+    /// VPC-wide, then the flow log of zone a's clients stops at 02:00 and that of zone a's
+    /// replica at 04:00 (after which its in-zone reads are recorded nowhere).
+    LogsStopMidWindow,
+    /// VPC-wide; `ap-northeast-1c`'s replica's interface is replaced at 03:00 by another with
+    /// the same address (case H of issue 56).
+    InterfaceReplaced,
 }
 
+/// The minute (of the 360) at which [`Capture`]'s changes happen.
+const CHANGE_MINUTE: u64 = 180;
+
 impl Capture {
-    const ALL: [Capture; 4] = [
+    const ALL: [Capture; 7] = [
         Capture::VpcWide,
         Capture::NodeInterfaces,
         Capture::ClientInterfaces,
         Capture::OnePairAtItsClientOnly,
+        Capture::NodeLogStartsMidWindow,
+        Capture::LogsStopMidWindow,
+        Capture::InterfaceReplaced,
     ];
 
-    fn at_node(self, client: &str, node: &str) -> bool {
+    fn at_node(self, client: &str, node: &str, minute: u64) -> bool {
         match self {
-            Capture::VpcWide | Capture::NodeInterfaces => true,
+            Capture::VpcWide | Capture::NodeInterfaces | Capture::InterfaceReplaced => true,
             Capture::ClientInterfaces => false,
             Capture::OnePairAtItsClientOnly => !(client == MISROUTED_LESS && node == REPLICAS[1]),
+            Capture::NodeLogStartsMidWindow => node != REPLICAS[1] || minute >= CHANGE_MINUTE,
+            Capture::LogsStopMidWindow => node != REPLICAS[0] || minute < CHANGE_MINUTE + 60,
         }
     }
 
-    fn at_client(self, client: &str) -> bool {
-        zone_of(client).is_some() && self != Capture::NodeInterfaces
+    fn at_client(self, client: &str, minute: u64) -> bool {
+        zone_of(client).is_some()
+            && self != Capture::NodeInterfaces
+            && !(self == Capture::LogsStopMidWindow
+                && zone_of(client) == Some(ZONES[0])
+                && minute >= CHANGE_MINUTE - 60)
+    }
+
+    /// The interface of `node` at `minute`.
+    fn node_eni(self, node: &str, minute: u64) -> String {
+        if self == Capture::InterfaceReplaced && node == REPLICAS[1] && minute >= CHANGE_MINUTE {
+            format!("{}-new", eni(node))
+        } else {
+            eni(node)
+        }
     }
 
     /// Whether records at the nodes' interfaces other than clients' flows are captured.
@@ -282,10 +312,11 @@ fn generate_captured(capture: Capture) -> (Vec<Line>, Truth) {
     };
     let flow =
         |lines: &mut Vec<Line>, truth: &mut Truth, client: &str, node: &str, request: u64, answer: u64, start: u64| {
-            let (at_node, at_client) = (capture.at_node(client, node), capture.at_client(client));
+            let minute = (start - T0) / 60;
+            let (at_node, at_client) = (capture.at_node(client, node, minute), capture.at_client(client, minute));
             if at_node {
                 // At the node: the request arrives (ingress), the answer leaves (egress).
-                let node_eni = eni(node);
+                let node_eni = capture.node_eni(node, minute);
                 lines.push(record(&node_eni, "ingress", client, node, request, start, "ACCEPT"));
                 lines.push(record(&node_eni, "egress", node, client, answer, start, "ACCEPT"));
             }
@@ -357,7 +388,7 @@ fn generate_captured(capture: Capture) -> (Vec<Line>, Truth) {
                 truth.between_nodes += 1;
             }
         }
-        if capture.at_client("10.0.1.100") {
+        if capture.at_client("10.0.1.100", minute) {
             lines.push(record(
                 &eni("10.0.1.100"),
                 "egress",
@@ -1074,28 +1105,44 @@ fn the_athena_query_in_duckdb_gives_the_audits_figures() {
 /// Runs `sql` in DuckDB over `records` (a header line, then records), loaded as AWS's Athena
 /// integration names the columns (`interface-id` → `interface_id`); the rows, as JSON.
 fn duckdb_rows(dir: &Path, records: &str, sql: &str) -> Vec<serde_json::Value> {
-    let path = dir.join("records-for-duckdb.log");
-    std::fs::write(&path, records).unwrap();
+    duckdb_rows_of(dir, &[records], sql)
+}
+
+/// [`duckdb_rows`] over files of several formats (a format changed mid-window): each loaded
+/// with its own header, the table their union by column name (a column a file lacks is NULL,
+/// as in a table whose format gained a field).
+fn duckdb_rows_of(dir: &Path, files: &[&str], sql: &str) -> Vec<serde_json::Value> {
+    let paths: Vec<PathBuf> = files
+        .iter()
+        .enumerate()
+        .map(|(n, records)| {
+            let path = dir.join(format!("records-for-duckdb-{n}.log"));
+            std::fs::write(&path, records).unwrap();
+            path
+        })
+        .collect();
     std::fs::write(dir.join("query.sql"), sql).unwrap();
     let python = common::venv_python("LOCALITY_DUCKDB_PYTHON", "audit-venv", "duckdb");
     let script = r#"
 import duckdb, json, sys
-records, query = sys.argv[1], open(sys.argv[2]).read()
-header = open(records).readline().split()
+query, files = open(sys.argv[1]).read(), sys.argv[2:]
 kinds = {'version': 'INTEGER', 'srcport': 'INTEGER', 'dstport': 'INTEGER', 'protocol': 'INTEGER',
          'packets': 'BIGINT', 'bytes': 'BIGINT', 'start': 'BIGINT', 'end': 'BIGINT'}
-columns = {name.replace('-', '_'): kinds.get(name, 'VARCHAR') for name in header}
 db = duckdb.connect()
-db.execute("CREATE TABLE vpc_flow_logs AS SELECT * FROM read_csv(?, delim=' ', header=true, nullstr='-', columns=?)",
-           [records, columns])
+for n, records in enumerate(files):
+    header = open(records).readline().split()
+    columns = {name.replace('-', '_'): kinds.get(name, 'VARCHAR') for name in header}
+    db.execute(f"CREATE TABLE part{n} AS SELECT * FROM read_csv(?, delim=' ', header=true, nullstr='-', columns=?)",
+               [records, columns])
+db.execute("CREATE TABLE vpc_flow_logs AS " + " UNION ALL BY NAME ".join(f"SELECT * FROM part{n}" for n in range(len(files))))
 cursor = db.execute(query)
 names = [d[0] for d in cursor.description]
 print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
 "#;
     let out = Command::new(python)
         .args(["-c", script])
-        .arg(&path)
         .arg(dir.join("query.sql"))
+        .args(&paths)
         .output()
         .unwrap();
     assert!(out.status.success(), "duckdb: {}\n{sql}", text(&out.stderr));
@@ -1103,98 +1150,152 @@ print(json.dumps([dict(zip(names, row)) for row in cursor.fetchall()]))
 }
 
 /// Every layout AWS delivers (VPC-wide, the nodes' interfaces only, the clients' interfaces
-/// only, one pair recorded only at its client's end) in every format (the default; a custom
-/// order with flow-direction; another without it): the CLI and the Athena query in DuckDB give
-/// the generator's figures, to the byte and to the last bit of the share and the estimate.
+/// only, one pair recorded only at its client's end) and the VPC changing under the window
+/// (a node's flow log starting at 03:00, logs stopping, a node's interface replaced, the format
+/// changed at 03:00 from the default to a custom one with flow-direction), in every format
+/// (the default; a custom order with flow-direction; another without it): the CLI and the
+/// Athena query in DuckDB (printed with `--fields` naming the table's format, so that it reads
+/// `flow_direction` when the table has it) give the generator's figures, to the byte and to the
+/// last bit of the share and the estimate.
 #[test]
 fn every_layout_gives_the_truth_from_the_cli_and_from_the_sql() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
     std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
-    let map = dir.path().join("map.json").display().to_string();
-    let subnets = dir.path().join("subnets.json").display().to_string();
-    let out = audit(&["--map", &map, "--subnets", &subnets, "--print-sql", "athena"], &[]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let sql = text(&out.stdout);
     for capture in Capture::ALL {
         let (lines, truth) = generate_captured(capture);
-        let (inside, across, ..) = truth.totals();
-        let share = inside as f64 / (inside + across) as f64;
         for format in Format::ALL {
-            let what = format!("{capture:?}, {format:?} format");
-            let folder = dir.path().join(format!("{capture:?}-{format:?}"));
-            std::fs::create_dir_all(&folder).unwrap();
             let texts: Vec<String> = lines.iter().map(|l| format.of(l).to_string()).collect();
-            for (n, part) in split(&texts, 2, Some(format.header())).iter().enumerate() {
-                std::fs::write(folder.join(format!("part{n}.log.gz")), gzip(part)).unwrap();
-            }
-            let out = audit(
-                &[
-                    "--map",
-                    &map,
-                    "--subnets",
-                    &subnets,
-                    "--flow-logs",
-                    &folder.display().to_string(),
-                    "--format",
-                    "json",
-                ],
-                &[],
-            );
-            assert!(out.status.success(), "{what}: {}", text(&out.stderr));
-            let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-            assert_figures(&json, &truth, &what);
-
-            let mut all = format!("{}\n", format.header());
-            for line in &texts {
-                all.push_str(line);
-                all.push('\n');
-            }
-            let rows = duckdb_rows(dir.path(), &all, &sql);
-            let kind = |k: &'static str| rows.iter().filter(move |r| r["kind"] == k);
-            let summary = kind("summary").next().unwrap();
-            assert_eq!(summary["in_zone_share"].as_f64(), Some(share), "{what}: SQL {summary}");
-            assert_eq!(summary["cross_zone_bytes"], across, "{what}: SQL");
-            assert_eq!(
-                summary["estimated_monthly_cost_usd"].as_f64(),
-                Some(truth.monthly(across)),
-                "{what}: SQL"
-            );
-            assert_eq!(summary["window_start"], truth.window.0, "{what}: SQL");
-            assert_eq!(summary["window_end"], truth.window.1, "{what}: SQL");
-            for node in json["nodes"].as_array().unwrap() {
-                let row = kind("node").find(|r| r["name"] == node["endpoint"]).unwrap();
-                assert_eq!(row["bytes"], node["bytes"], "{what}: SQL {row}");
-                assert_eq!(row["cross_zone_bytes"], node["cross_zone_bytes"], "{what}: SQL {row}");
-            }
-            let mut sql_clients: Vec<(String, u64, Option<f64>)> = kind("client")
-                .map(|r| {
-                    (
-                        r["name"].as_str().unwrap().to_string(),
-                        r["cross_zone_bytes"].as_u64().unwrap(),
-                        r["estimated_monthly_cost_usd"].as_f64(),
-                    )
-                })
-                .collect();
-            sql_clients.sort_by_key(|c| std::cmp::Reverse(c.1));
-            let expected: Vec<(String, u64, Option<f64>)> = truth
-                .cross_zone_clients()
-                .into_iter()
-                .map(|(client, bytes)| (client, bytes, Some(truth.monthly(bytes))))
-                .collect();
-            assert_eq!(sql_clients, expected, "{what}: SQL clients");
-            eprintln!(
-                "{what}: truth share {share:.6} ({inside} B in, {across} B across), monthly {:.6} USD; CLI {} / {:.6}; SQL {} / {:.6}; {} records, {} counted",
-                truth.monthly(across),
-                json["in_zone_share"],
-                json["estimated_monthly_cost_usd"].as_f64().unwrap(),
-                summary["in_zone_share"],
-                summary["estimated_monthly_cost_usd"].as_f64().unwrap(),
-                truth.records,
-                truth.counted,
+            let files = split(&texts, 2, Some(format.header()));
+            check_layout(
+                dir.path(),
+                &format!("{capture:?}, {format:?} format"),
+                &files,
+                format.header(),
+                &truth,
             );
         }
     }
+    // The format changed at 03:00: the default format before, the custom one (flow-direction)
+    // after, VPC-wide and with the replaced interface; the table has the later format's columns.
+    for capture in [Capture::VpcWide, Capture::InterfaceReplaced] {
+        let (lines, truth) = generate_captured(capture);
+        let changed = |line: &&Line| {
+            let start: u64 = line.default.split(' ').nth(10).unwrap().parse().unwrap();
+            start >= T0 + CHANGE_MINUTE * 60
+        };
+        let before: Vec<String> = lines
+            .iter()
+            .filter(|l| !changed(l))
+            .map(|l| l.default.clone())
+            .collect();
+        let after: Vec<String> = lines.iter().filter(changed).map(|l| l.custom.clone()).collect();
+        let mut files = split(&before, 1, Some(DEFAULT_HEADER));
+        files.extend(split(&after, 1, Some(CUSTOM_HEADER)));
+        check_layout(
+            dir.path(),
+            &format!("{capture:?}, format changed at 03:00"),
+            &files,
+            CUSTOM_HEADER,
+            &truth,
+        );
+    }
+}
+
+/// The CLI over `files` (gzip, each with its header line) and `--print-sql athena --fields
+/// table_format` in DuckDB over the same records: both equal `truth`.
+fn check_layout(dir: &Path, what: &str, files: &[String], table_format: &str, truth: &Truth) {
+    let map = dir.join("map.json").display().to_string();
+    let subnets = dir.join("subnets.json").display().to_string();
+    let (inside, across, ..) = truth.totals();
+    let share = inside as f64 / (inside + across) as f64;
+    let folder = dir.join(what.replace([' ', ',', ':'], "-"));
+    std::fs::create_dir_all(&folder).unwrap();
+    for (n, part) in files.iter().enumerate() {
+        std::fs::write(folder.join(format!("part{n}.log.gz")), gzip(part)).unwrap();
+    }
+    let out = audit(
+        &[
+            "--map",
+            &map,
+            "--subnets",
+            &subnets,
+            "--flow-logs",
+            &folder.display().to_string(),
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_figures(&json, truth, what);
+
+    let out = audit(
+        &[
+            "--map",
+            &map,
+            "--subnets",
+            &subnets,
+            "--print-sql",
+            "athena",
+            "--fields",
+            table_format,
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sql = text(&out.stdout);
+    assert_eq!(
+        sql.contains(" flow_direction AS flow_direction"),
+        table_format.contains("flow-direction"),
+        "{what}: the query reads flow_direction when the table has it"
+    );
+    let parts: Vec<&str> = files.iter().map(String::as_str).collect();
+    let rows = duckdb_rows_of(dir, &parts, &sql);
+    let kind = |k: &'static str| rows.iter().filter(move |r| r["kind"] == k);
+    let summary = kind("summary").next().unwrap();
+    assert_eq!(summary["in_zone_share"].as_f64(), Some(share), "{what}: SQL {summary}");
+    assert_eq!(summary["cross_zone_bytes"], across, "{what}: SQL");
+    assert_eq!(
+        summary["estimated_monthly_cost_usd"].as_f64(),
+        Some(truth.monthly(across)),
+        "{what}: SQL"
+    );
+    assert_eq!(summary["window_start"], truth.window.0, "{what}: SQL");
+    assert_eq!(summary["window_end"], truth.window.1, "{what}: SQL");
+    for node in json["nodes"].as_array().unwrap() {
+        let row = kind("node").find(|r| r["name"] == node["endpoint"]).unwrap();
+        assert_eq!(row["bytes"], node["bytes"], "{what}: SQL {row}");
+        assert_eq!(row["cross_zone_bytes"], node["cross_zone_bytes"], "{what}: SQL {row}");
+    }
+    let mut sql_clients: Vec<(String, u64, Option<f64>)> = kind("client")
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["cross_zone_bytes"].as_u64().unwrap(),
+                r["estimated_monthly_cost_usd"].as_f64(),
+            )
+        })
+        .collect();
+    sql_clients.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let expected: Vec<(String, u64, Option<f64>)> = truth
+        .cross_zone_clients()
+        .into_iter()
+        .map(|(client, bytes)| (client, bytes, Some(truth.monthly(bytes))))
+        .collect();
+    assert_eq!(sql_clients, expected, "{what}: SQL clients");
+    eprintln!(
+        "{what}: truth share {share:.6} ({inside} B in, {across} B across), monthly {:.6} USD; CLI {} / {:.6}; SQL {} / {:.6}; {} records, {} counted, {} other end",
+        truth.monthly(across),
+        json["in_zone_share"],
+        json["estimated_monthly_cost_usd"].as_f64().unwrap(),
+        summary["in_zone_share"],
+        summary["estimated_monthly_cost_usd"].as_f64().unwrap(),
+        truth.records,
+        truth.counted,
+        truth.other_end,
+    );
 }
 
 /// Records read and none counted: the share is undefined, and the audit says so loudly (exit

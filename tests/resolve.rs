@@ -236,7 +236,7 @@ async fn ecs_lambda_and_the_cross_account_match_by_zone_id() {
         let r = resolve(&[("LOCALITY_ZONE", "ap-northeast-1c")], &["--map", &map, "--cache-dir", &cache("e"), "--format", "env"]);
         assert_eq!(
             r.stdout,
-            "export LOCALITY_READ_ENDPOINT='replica-c.example:6379'\nexport LOCALITY_READ_HOST='replica-c.example'\nexport LOCALITY_READ_PORT='6379'\nexport LOCALITY_ZONE='ap-northeast-1c'\nexport LOCALITY_ROUTE='zone'\nexport LOCALITY_FALLBACK='reader.example:6379'\n"
+            "export LOCALITY_READ_ENDPOINT='replica-c.example:6379'\nexport LOCALITY_READ_HOST='replica-c.example'\nexport LOCALITY_READ_PORT='6379'\nexport LOCALITY_ZONE='ap-northeast-1c'\nexport LOCALITY_ROUTE='zone'\nexport LOCALITY_FALLBACK='reader.example:6379'\nexport LOCALITY_FALLBACK_HOST='reader.example'\nexport LOCALITY_FALLBACK_PORT='6379'\n"
         );
     })
     .await
@@ -967,53 +967,153 @@ async fn the_guides_entrypoint_hands_the_application_an_endpoint_on_every_path()
     }
 }
 
-/// A `LOCALITY_ZONE` that is neither an AZ name nor an AZ ID, with `LOCALITY_FALLBACK` set (the
-/// guide's entrypoint): a failure path like any other — the map's reader endpoint, exit 0, one
-/// stderr line naming the variable and the accepted forms (before: exit 2 and nothing, so the
-/// entrypoint handed the application no endpoint). Without a fallback it stays a usage error.
-/// A missing map file says "no such file".
+/// Every `sh` block of the guide that runs `locality resolve` and then `exec`s something (the
+/// generic entrypoint, PHP-FPM's, GLIDE's), as written, under dash, with stand-ins for what they
+/// `exec` (`node`, `php-fpm`, and `app` for `exec "$@"`) that record the environment they get.
+/// The adversaries of issue 56: `LOCALITY_FALLBACK` given as `reader_endpoint_address` gives it
+/// (no `:6379`), a `LOCALITY_ZONE` that is no zone, and a map that cannot be read with
+/// `LOCALITY_FALLBACK` empty. Each stops the script with resolve's status (2, 2, 1) and its
+/// message, and the application is never started (before: it started with
+/// `LOCALITY_READ_ENDPOINT` empty and every request failed). The control: the same unreadable
+/// map with a good `LOCALITY_FALLBACK` starts the application on the reader (a runtime failure
+/// ends at the fallback).
 #[test]
-fn an_unusable_zone_variable_ends_at_the_fallback() {
+fn every_entrypoint_in_the_guide_stops_the_container_when_resolve_fails() {
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guides/consuming-the-replica-map.md"
+    ))
+    .unwrap();
+    let blocks: Vec<&str> = guide
+        .split("```sh\n")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("```").unwrap()])
+        .filter(|block| block.contains("locality resolve") && block.contains("\nexec "))
+        .collect();
+    assert_eq!(
+        blocks.len(),
+        3,
+        "the generic, PHP-FPM and GLIDE entrypoints: {blocks:#?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_locality"), bin.join("locality")).unwrap();
+    let seen = dir.path().join("seen-env");
+    for stand_in in ["node", "php-fpm", "app"] {
+        std::fs::write(bin.join(stand_in), format!("#!/bin/sh\nenv > '{}'\n", seen.display())).unwrap();
+        std::fs::set_permissions(bin.join(stand_in), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    // AWS on a closed loopback port: the map cannot be read.
+    let closed = format!("http://127.0.0.1:{}", common::server_port());
+    let cases: [(&str, &str, &str, i32, &str); 4] = [
+        (
+            "the reader address without its port",
+            "sessions-ro.abc123.ng.0001.apne1.cache.amazonaws.com",
+            ZONE,
+            2,
+            "LOCALITY_FALLBACK",
+        ),
+        (
+            "a zone that is no zone",
+            "reader.example:6379",
+            "us-east-1-garbage_",
+            2,
+            "LOCALITY_ZONE",
+        ),
+        ("no map and no fallback", "", ZONE, 1, "--fallback or LOCALITY_FALLBACK"),
+        (
+            "no map, a good fallback (control)",
+            "reader.example:6379",
+            ZONE,
+            0,
+            "using the fallback",
+        ),
+    ];
+    for (n, block) in blocks.iter().enumerate() {
+        let script = dir.path().join(format!("entrypoint-{n}.sh"));
+        std::fs::write(&script, block).unwrap();
+        for (case, fallback, zone, code, said) in cases {
+            let _ = std::fs::remove_file(&seen);
+            let out = Command::new("dash")
+                .arg(&script)
+                .arg("app")
+                .env_clear()
+                .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+                .env("HOME", dir.path())
+                .env("XDG_RUNTIME_DIR", dir.path())
+                .env("AWS_ACCESS_KEY_ID", "testing")
+                .env("AWS_SECRET_ACCESS_KEY", "testing")
+                .env("AWS_REGION", "ap-northeast-1")
+                .env("AWS_ENDPOINT_URL", &closed)
+                .env("AWS_MAX_ATTEMPTS", "1")
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env("LOCALITY_ZONE", zone)
+                .env("LOCALITY_FALLBACK", fallback)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let what = format!("entrypoint {n} ({}), {case}", block.lines().last().unwrap_or_default());
+            assert_eq!(out.status.code(), Some(code), "{what}: {stderr}");
+            assert!(stderr.contains(said), "{what}: resolve's message on stderr: {stderr}");
+            let started = std::fs::read_to_string(&seen).ok();
+            if code == 0 {
+                let env = started.unwrap_or_else(|| panic!("{what}: the application was not started: {stderr}"));
+                let expected = if block.contains("--format glide") && !block.contains("--format env") {
+                    "LOCALITY_GLIDE={"
+                } else {
+                    "LOCALITY_READ_ENDPOINT=reader.example:6379"
+                };
+                assert!(env.lines().any(|l| l.starts_with(expected)), "{what}: {env}");
+            } else {
+                assert_eq!(started, None, "{what}: the application was started: {stderr}");
+            }
+            eprintln!("{what}: exit {code}, {}", stderr.lines().last().unwrap_or_default());
+        }
+    }
+}
+
+/// A `LOCALITY_ZONE` that is neither an AZ name nor an AZ ID is a configuration mistake: a usage
+/// error (exit 2, nothing on stdout, one line naming the variable and the accepted forms),
+/// with or without `LOCALITY_FALLBACK` (issue 56: usage errors are loud, so that the guide's
+/// entrypoint stops the container instead of starting it on the reader for ever; before, with a
+/// fallback, exit 0 and the reader). An empty one is not set. A missing map file says "no
+/// such file".
+#[test]
+fn an_unusable_zone_variable_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let map = write_map(dir.path(), &map_json());
     let map = map.to_str().unwrap();
     let garbage = ("LOCALITY_ZONE", "us-east-1-garbage_");
+    for env in [
+        vec![garbage, ("LOCALITY_FALLBACK", "given.example:6379")],
+        vec![garbage],
+    ] {
+        for args in [
+            &["--map", map, "--format", "env"][..],
+            &["--map", "/nonexistent/map.json"][..],
+        ] {
+            let r = resolve(&env, args);
+            assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{env:?} {args:?}: {}", r.stderr);
+            assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+            assert!(
+                r.stderr.contains(r#"LOCALITY_ZONE="us-east-1-garbage_""#)
+                    && r.stderr.contains("AZ name (ap-northeast-1a)")
+                    && r.stderr.contains("AZ ID (apne1-az4)"),
+                "{}",
+                r.stderr
+            );
+        }
+    }
+    // Empty (a downward-API variable whose label is missing): not set; the map's zone lookup
+    // goes on (here: no metadata, so the fallback, exit 0).
     let r = resolve(
-        &[garbage, ("LOCALITY_FALLBACK", "given.example:6379")],
-        &["--map", map, "--format", "env"],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stdout
-            .contains("export LOCALITY_READ_ENDPOINT='reader.example:6379'\n")
-            && r.stdout.contains("export LOCALITY_ROUTE='fallback'\n"),
-        "{}",
-        r.stdout
-    );
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains(r#"LOCALITY_ZONE="us-east-1-garbage_""#)
-            && r.stderr.contains("AZ name (ap-northeast-1a)")
-            && r.stderr.contains("AZ ID (apne1-az4)"),
-        "{}",
-        r.stderr
-    );
-    // The map unreadable as well: the given fallback.
-    let r = resolve(
-        &[garbage, ("LOCALITY_FALLBACK", "given.example:6379")],
+        &[("LOCALITY_ZONE", " "), ("LOCALITY_FALLBACK", "given.example:6379")],
         &["--map", "/nonexistent/map.json"],
     );
     assert_eq!((r.code, r.stdout.as_str()), (0, "given.example:6379\n"), "{}", r.stderr);
     assert!(
         r.stderr.contains("/nonexistent/map.json cannot be read (no such file)"),
-        "{}",
-        r.stderr
-    );
-    // No fallback: a usage error that names the variable, and says what a fallback would do.
-    let r = resolve(&[garbage], &["--map", map]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("LOCALITY_ZONE") && r.stderr.contains("LOCALITY_FALLBACK"),
         "{}",
         r.stderr
     );

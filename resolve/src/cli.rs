@@ -312,17 +312,22 @@ fn base_options(args: MapArgs) -> Result<crate::Options, ExitCode> {
     };
     let map = crate::MapSource::parse(&args.map).map_err(|e| usage("--map", &e))?;
     let mut options = crate::Options::new(map);
-    // A --zone given wins: the environment is not even read then.
+    // A --zone given wins: the environment is not even read then. A LOCALITY_ZONE that is not
+    // a zone is a configuration mistake, said loudly (exit 2) like a malformed flag, never
+    // papered over with the fallback: the guide's entrypoints stop the container on it.
     options.zone_env = None;
     options.zone_env_problem = None;
     if let (None, Ok(value)) = (&args.zone, std::env::var("LOCALITY_ZONE")) {
         if !value.trim().is_empty() {
             match parse_zone(value.trim()) {
                 Ok(zone) => options.zone_env = Some(zone),
-                // An unusable LOCALITY_ZONE is a failure path like a failed detection (the
-                // reader endpoint, one line on stderr) when a fallback is given; without one,
-                // a usage error, like --zone.
-                Err(_) => options.zone_env_problem = crate::zone_env_problem(&value),
+                Err(_) => {
+                    let problem = crate::zone_env_problem(&value).unwrap_or_default();
+                    return Err(usage(
+                        "LOCALITY_ZONE",
+                        &format!("{problem}; leave it empty or unset to detect the zone from the metadata services"),
+                    ));
+                }
             }
         }
     }
@@ -353,14 +358,6 @@ fn base_options(args: MapArgs) -> Result<crate::Options, ExitCode> {
                 options.fallback = Some(parse_endpoint(value.trim()).map_err(|e| usage("LOCALITY_FALLBACK", &e))?);
             }
         }
-    }
-    if let (Some(problem), None) = (&options.zone_env_problem, &options.fallback) {
-        return Err(usage(
-            "LOCALITY_ZONE",
-            &format!(
-                "{problem} (with --fallback or LOCALITY_FALLBACK given, the reader endpoint would be used instead)"
-            ),
-        ));
     }
     Ok(options)
 }

@@ -214,11 +214,13 @@ impl Resolution {
     }
 
     /// The `--format env` lines for `eval` (`LOCALITY_READ_ENDPOINT`, `_HOST`, `_PORT`,
-    /// `LOCALITY_ZONE`, `LOCALITY_ROUTE`, `LOCALITY_FALLBACK`): `export NAME='value'`, single-quoted (POSIX: sh,
-    /// dash, bash, busybox ash), so the variables reach the process an entrypoint `exec`s and
-    /// a value with quotes or spaces stays one value.
+    /// `LOCALITY_ZONE`, `LOCALITY_ROUTE`, `LOCALITY_FALLBACK`, `_HOST`, `_PORT`): `export
+    /// NAME='value'`, single-quoted (POSIX: sh, dash, bash, busybox ash), so the variables
+    /// reach the process an entrypoint `exec`s and a value with quotes or spaces stays one
+    /// value. The hosts are bare (`::1`, not `[::1]`), as phpredis and Laravel's `host` take them.
     pub fn to_env(&self) -> String {
         let (host, port) = split_endpoint(&self.endpoint);
+        let (fallback_host, fallback_port) = split_endpoint(&self.fallback);
         let route = match self.route {
             Route::Zone => "zone",
             Route::Fallback => "fallback",
@@ -231,6 +233,8 @@ impl Resolution {
             ("LOCALITY_ZONE", zone.as_str()),
             ("LOCALITY_ROUTE", route),
             ("LOCALITY_FALLBACK", self.fallback.as_str()),
+            ("LOCALITY_FALLBACK_HOST", fallback_host),
+            ("LOCALITY_FALLBACK_PORT", fallback_port),
         ]
         .iter()
         .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
@@ -473,7 +477,7 @@ mod tests {
             zone_id: None,
             zone_source: Some(ZoneSource::Flag),
             reason: None,
-            fallback: "reader.example:6379".into(),
+            fallback: "[fd00::5]:6390".into(),
             metadata_requests: 0,
             notes: Vec::new(),
         };
@@ -481,7 +485,9 @@ mod tests {
         assert!(
             env.contains("export LOCALITY_READ_HOST='::1'\n")
                 && env.contains("export LOCALITY_READ_PORT='6379'\n")
-                && env.contains("export LOCALITY_FALLBACK='reader.example:6379'\n"),
+                && env.contains("export LOCALITY_FALLBACK='[fd00::5]:6390'\n")
+                && env.contains("export LOCALITY_FALLBACK_HOST='fd00::5'\n")
+                && env.contains("export LOCALITY_FALLBACK_PORT='6390'\n"),
             "{env}"
         );
         assert_eq!(shell_quote("it's"), r"'it'\''s'");

@@ -2,8 +2,10 @@
 //! AWS's Athena integration creates (`srcaddr`, `dstaddr`, `bytes`, `start`, `end`,
 //! `interface_id`, `action`, `log_status`), with the nodes and subnets inlined.
 //!
-//! Each flow counts once by the interface rule of [`super::tally`] (the node's interface is the
-//! one that captured the node's flows with the most distinct clients); the share, the
+//! Each flow counts once by the rule of [`super::tally`], stated in SQL: records at the node's
+//! end count, a record at the client's end counts unless the node's end captured the same pair
+//! at an overlapping time; which end captured a record by `flow_direction` when the table has
+//! that column (`--fields` names the table's format), else by the interface. The share, the
 //! cross-zone bytes, the per-node bytes and the worst clients follow as the audit computes them.
 //! Client zones: IPv4 subnets (a client with an IPv6 address counts as zone `unknown` here).
 
@@ -91,9 +93,25 @@ fn ipv4_number(column: &str) -> String {
         .join(" + ")
 }
 
+/// The columns of the flow-log table that the query reads besides the default format's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Columns {
+    /// The table has `interface_id`.
+    pub interface_id: bool,
+    /// The table has `flow_direction`.
+    pub flow_direction: bool,
+}
+
 /// The query. `latest_end` is the latest end a record may have (epoch seconds: when the query
 /// is printed, plus a day), as [`super::tally`] bounds records.
-pub fn query(table: &str, nodes: &[Node], subnets: &Subnets, price_per_gb: f64, latest_end: u64) -> String {
+pub fn query(
+    table: &str,
+    columns: Columns,
+    nodes: &[Node],
+    subnets: &Subnets,
+    price_per_gb: f64,
+    latest_end: u64,
+) -> String {
     let mut sql = String::new();
     let _ = writeln!(
         sql,
@@ -143,12 +161,22 @@ pub fn query(table: &str, nodes: &[Node], subnets: &Subnets, price_per_gb: f64, 
     }
     sql.push_str(&rows.join(",\n"));
     let client_number = ipv4_number("c.client");
+    let interface_id = if columns.interface_id {
+        "interface_id"
+    } else {
+        "CAST(NULL AS VARCHAR)"
+    };
+    let flow_direction = if columns.flow_direction {
+        "flow_direction"
+    } else {
+        "CAST(NULL AS VARCHAR)"
+    };
     let _ = write!(
         sql,
         r#"
 ),
 records AS (
-  SELECT srcaddr, dstaddr, bytes, start, "end", interface_id
+  SELECT srcaddr, dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction
   FROM {table}
   WHERE log_status = 'OK' AND action = 'ACCEPT'
     -- Possible records only: a window of at most {LONGEST_WINDOW_SECONDS} s, from 2015-06-01 to a day after the query
@@ -156,38 +184,92 @@ records AS (
     AND start >= {EARLIEST_START} AND "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS}
     AND "end" <= {latest_end} AND bytes <= {LINK_BYTES_PER_SECOND} * ("end" - start + 1)
 ),
+-- One row per record of a client with a node; its window half-open, [start, stop), at least a
+-- second long; the end that captured it when flow_direction says.
 flows AS (
-  SELECT n.address, r.srcaddr AS client, r.interface_id, r.bytes
+  SELECT n.address, r.srcaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start + 1) AS stop,
+         CASE r.flow_direction WHEN 'ingress' THEN 'node' WHEN 'egress' THEN 'client' END AS direction_end
   FROM records r JOIN nodes n ON r.dstaddr = n.address
   WHERE r.srcaddr NOT IN (SELECT address FROM nodes)
   UNION ALL
-  SELECT n.address, r.dstaddr AS client, r.interface_id, r.bytes
+  SELECT n.address, r.dstaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start + 1) AS stop,
+         CASE r.flow_direction WHEN 'egress' THEN 'node' WHEN 'ingress' THEN 'client' END AS direction_end
   FROM records r JOIN nodes n ON r.srcaddr = n.address
   WHERE r.dstaddr NOT IN (SELECT address FROM nodes)
 ),
--- Each flow once: per node, the interface that captured it with the most distinct clients is the
--- node's; a client seen there counts only that interface's records, any other counts its own.
+-- Without flow_direction, the interface says which end: one that flow_direction ever put at
+-- this node's end is the node's; one it put at a client's end, or that saw several nodes, is a
+-- client's; of the rest, one with two or more distinct clients of the node is the node's, and so
+-- is the one with the most (ties: the smaller id).
 interface_clients AS (
-  SELECT address, interface_id, count(DISTINCT client) AS clients FROM flows GROUP BY address, interface_id
+  SELECT address, interface_id, count(DISTINCT client) AS clients,
+         max(CASE WHEN direction_end = 'node' THEN 1 ELSE 0 END) AS seen_at_node
+  FROM flows WHERE interface_id IS NOT NULL GROUP BY address, interface_id
 ),
-node_interface AS (
+interface_nodes AS (
+  SELECT interface_id, count(DISTINCT address) AS nodes,
+         max(CASE WHEN direction_end = 'client' THEN 1 ELSE 0 END) AS seen_at_client
+  FROM flows WHERE interface_id IS NOT NULL GROUP BY interface_id
+),
+candidates AS (
+  SELECT c.address, c.interface_id, c.clients, c.seen_at_node,
+         CASE WHEN n.nodes = 1 AND n.seen_at_client = 0 THEN 1 ELSE 0 END AS candidate
+  FROM interface_clients c JOIN interface_nodes n ON c.interface_id = n.interface_id
+),
+busiest AS (
   SELECT address, interface_id FROM (
     SELECT address, interface_id,
            row_number() OVER (PARTITION BY address ORDER BY clients DESC, interface_id) AS rank
-    FROM interface_clients
+    FROM candidates WHERE candidate = 1
   ) ranked WHERE rank = 1
 ),
-seen_at_node AS (
-  SELECT DISTINCT f.address, f.client
-  FROM flows f JOIN node_interface ni ON f.address = ni.address AND f.interface_id = ni.interface_id
+node_interfaces AS (
+  SELECT c.address, c.interface_id
+  FROM candidates c LEFT JOIN busiest b ON c.address = b.address AND c.interface_id = b.interface_id
+  WHERE c.seen_at_node = 1 OR (c.candidate = 1 AND (c.clients >= 2 OR b.interface_id IS NOT NULL))
+),
+ends AS (
+  SELECT f.address, f.client, f.bytes, f.start, f.stop,
+         coalesce(f.direction_end,
+                  CASE WHEN f.interface_id IS NULL OR ni.interface_id IS NOT NULL THEN 'node' ELSE 'client' END)
+           AS captured_at
+  FROM flows f LEFT JOIN node_interfaces ni ON f.address = ni.address AND f.interface_id = ni.interface_id
+),
+-- The node's end of each pair, merged into disjoint islands of time.
+node_reach AS (
+  SELECT address, client, start, stop,
+         max(stop) OVER (PARTITION BY address, client ORDER BY start, stop
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+  FROM ends WHERE captured_at = 'node'
+),
+node_islands AS (
+  SELECT address, client, min(start) AS start, max(stop) AS stop FROM (
+    SELECT address, client, start, stop,
+           sum(CASE WHEN reach IS NULL OR start > reach THEN 1 ELSE 0 END)
+             OVER (PARTITION BY address, client ORDER BY start, stop ROWS UNBOUNDED PRECEDING) AS island
+    FROM node_reach
+  ) marked
+  GROUP BY address, client, island
+),
+-- The client's end counts where no island of its pair overlaps it.
+client_windows AS (
+  SELECT address, client, start, stop, sum(bytes) AS bytes
+  FROM ends WHERE captured_at = 'client' GROUP BY address, client, start, stop
+),
+client_counted AS (
+  SELECT w.address, w.client, w.start, w.stop, max(w.bytes) AS bytes
+  FROM client_windows w
+  LEFT JOIN node_islands i ON i.address = w.address AND i.client = w.client AND i.start < w.stop AND w.start < i.stop
+  GROUP BY w.address, w.client, w.start, w.stop
+  HAVING count(i.start) = 0
 ),
 counted AS (
-  SELECT f.address, f.client, sum(f.bytes) AS bytes
-  FROM flows f
-  LEFT JOIN node_interface ni ON f.address = ni.address
-  LEFT JOIN seen_at_node s ON f.address = s.address AND f.client = s.client
-  WHERE s.client IS NULL OR f.interface_id = ni.interface_id
-  GROUP BY f.address, f.client
+  SELECT address, client, sum(bytes) AS bytes FROM (
+    SELECT address, client, bytes FROM ends WHERE captured_at = 'node'
+    UNION ALL
+    SELECT address, client, bytes FROM client_counted
+  ) both_ends
+  GROUP BY address, client
 ),
 client_zone AS (
   SELECT client, zone, zone_id FROM (

@@ -65,7 +65,9 @@ pub struct AuditArgs {
     #[arg(long, value_name = "FILE")]
     subnets: Option<PathBuf>,
     /// The fields of files without a header line, in order (default: the default format,
-    /// version 2). Files delivered to S3 name their fields in their first line.
+    /// version 2). Files delivered to S3 name their fields in their first line. With
+    /// --print-sql: the table's format, so that the query reads `flow_direction` when the
+    /// table has it.
     #[arg(long, value_name = "FIELDS")]
     fields: Option<String>,
     /// Output.
@@ -211,7 +213,17 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         let _ = write!(
             out,
             "{}",
-            athena::query(&args.table, &nodes, &subnets, args.price_per_gb, latest_end)
+            athena::query(
+                &args.table,
+                athena::Columns {
+                    interface_id: fields.interface_id.is_some(),
+                    flow_direction: fields.flow_direction.is_some(),
+                },
+                &nodes,
+                &subnets,
+                args.price_per_gb,
+                latest_end
+            )
         );
         return Ok(0);
     }

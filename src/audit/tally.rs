@@ -1,26 +1,39 @@
 //! Counting flow records between clients and cache nodes, each flow once.
 //!
-//! With flow logs on for a whole VPC, one flow is captured at both ends: at the client's
-//! interface and at the node's. Per client and node, the records captured at the node's end
-//! count; a pair that the node's end never captured counts the records of the end that did
-//! (flow logs on the clients' subnets only). Which end captured a record:
-//! - with `flow-direction`: a record arriving at a node (ingress, to the node) or leaving it
-//!   (egress, from the node) was captured at the node, any other at the client;
-//! - without it: the node's interface is the one that captured that node's flows with the most
-//!   distinct clients (a client's interface sees one client, itself; ties go to the smaller
-//!   interface id), any other is a client's;
-//! - with neither (no interface-id either): at the node.
+//! A flow is one client with one node at one time. With flow logs on for a whole VPC it is
+//! captured at both ends, at the client's interface and at the node's; with logs on some subnets
+//! only, or turned on, off or moved while the window runs, at one end or the other. The rule,
+//! the same in the CLI and in `--print-sql athena`:
 //!
-//! `--print-sql athena` states the interface rule in SQL; on records captured at both ends with
-//! the same bytes (as AWS captures them), the two rules give the same figures.
+//! - **Records captured at the node's end always count.** A node may have several interfaces
+//!   over time (an interface replaced keeps the node's address): each one's records count.
+//! - **A record captured at the client's end counts unless the node's end captured the same
+//!   client and node at an overlapping time.** Windows are half-open seconds `[start, end)`, at
+//!   least one second long: windows that only touch do not overlap. Records without a time
+//!   overlap every time.
+//!
+//! Which end captured a record:
+//! - with `flow-direction`: a record arriving at the node (ingress, to the node) or leaving it
+//!   (egress, from the node) was captured at the node, any other at the client;
+//! - without it, by the interface that captured it, for that node: an interface that captured
+//!   some record of this node at the node's end by `flow-direction` (a format changed during
+//!   the window) is the node's; an interface that captured some record at a client's end by
+//!   `flow-direction`, or flows with more than one node, is a client's; of the rest, one that
+//!   captured this node's flows with two or more distinct clients is the node's (a client's
+//!   interface sees one client, itself), and so is the one with the most distinct clients (ties
+//!   to the smaller interface id: a node with a single client); any other is a client's;
+//! - with neither (no interface-id either): at the node.
 //!
 //! Every record read is either counted or left out for a reason ([`LeftOut`]); counts saturate
 //! instead of wrapping, and a record whose bytes no link could carry in its window, or whose
-//! window no capture has, is left out as impossible. A tally is kept per file reader and merged;
-//! it holds one entry per client and node (and per capturing interface), never per record, so
-//! memory stays flat however many records are read, and every step is a hash look-up.
+//! window no capture has, is left out as impossible. A tally is kept per file reader and merged.
+//! What it holds grows with the records' distinct (client, node, interface, window) keys, not
+//! with the bytes: consecutive records of one key (a request and its answer) share an entry,
+//! so a day of a pair's minutes is about 1,440 entries of 40 bytes at each end. The time each
+//! record was captured is what lets a flow be counted once when the coverage changes during
+//! the window; an audit past one machine's memory belongs in Athena (`--print-sql athena`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 use super::flow_log::{Direction, Flow};
@@ -48,37 +61,30 @@ pub fn latest_end(now: u64) -> u64 {
     now.saturating_add(CLOCK_SKEW_SECONDS)
 }
 
-/// Bytes and records of one end's captures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Captured {
+/// Which end captured a record, as far as the record itself says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CapturedAt {
+    /// The node's end, by `flow-direction`.
+    Node,
+    /// The client's end, by `flow-direction`.
+    Client,
+    /// No `flow-direction`: told by the interface (see the module's note).
+    ByInterface,
+}
+
+/// The interface number of a record without interface-id.
+const NO_INTERFACE: u32 = u32::MAX;
+
+/// Consecutive records of one client and node with the same window, interface and end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segment {
+    /// Half-open window `[start, stop)`, epoch seconds, at least a second long.
+    start: u64,
+    stop: u64,
     bytes: u64,
     records: u64,
-}
-
-impl Captured {
-    fn add(&mut self, bytes: u64, records: u64) {
-        self.bytes = self.bytes.saturating_add(bytes);
-        self.records = self.records.saturating_add(records);
-    }
-
-    fn merge(&mut self, other: Captured) {
-        self.add(other.bytes, other.records);
-    }
-}
-
-/// One client with one node.
-#[derive(Debug, Clone, Default)]
-struct Pair {
-    /// Records captured at the node by flow-direction, or with no way to tell which end.
-    at_node: Captured,
-    /// Records captured at the client by flow-direction.
-    at_client: Captured,
-    /// The interface of the first record at the node, and at the client (flow-direction).
-    node_interface: Option<u32>,
-    client_interface: Option<u32>,
-    /// Records without flow-direction, all interfaces together (per interface in
-    /// [`Tally::by_interface`]).
-    by_interfaces: Captured,
+    interface: u32,
+    captured: CapturedAt,
 }
 
 /// Interface ids, each stored once and named by a number.
@@ -185,9 +191,8 @@ impl LeftOut {
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
     interfaces: Interfaces,
-    pairs: HashMap<(u32, IpAddr), Pair>,
-    /// Records without flow-direction, per node, client and capturing interface.
-    by_interface: HashMap<(u32, IpAddr, u32), Captured>,
+    /// Per node and client, the records' windows.
+    pairs: HashMap<(u32, IpAddr), Vec<Segment>>,
     /// Records read (lines that parsed).
     pub records: u64,
     /// Records left out, by reason (`other_end` is known only in [`Tally::counted`]).
@@ -291,28 +296,34 @@ impl Tally {
             (None, Some(node)) => (node, flow.srcaddr, true),
             (Some(node), None) => (node, flow.dstaddr, false),
         };
-        let interface = flow.interface_id.map(|i| self.interfaces.intern(i));
-        let pair = self.pairs.entry((node, client)).or_default();
-        match (flow.direction, interface) {
-            (Some(direction), _) => {
-                let (side, first) = if (direction == Direction::Ingress) == to_node {
-                    (&mut pair.at_node, &mut pair.node_interface)
-                } else {
-                    (&mut pair.at_client, &mut pair.client_interface)
-                };
-                side.add(flow.bytes, 1);
-                if first.is_none() {
-                    *first = interface;
-                }
+        let interface = flow.interface_id.map_or(NO_INTERFACE, |i| self.interfaces.intern(i));
+        let captured = match flow.direction {
+            Some(direction) if (direction == Direction::Ingress) == to_node => CapturedAt::Node,
+            Some(_) => CapturedAt::Client,
+            None => CapturedAt::ByInterface,
+        };
+        // A record without a time overlaps every time.
+        let (start, stop) = match (flow.start, flow.end) {
+            (Some(start), Some(end)) => (start, end.max(start.saturating_add(1))),
+            (Some(time), None) | (None, Some(time)) => (time, time.saturating_add(1)),
+            (None, None) => (0, u64::MAX),
+        };
+        let segments = self.pairs.entry((node, client)).or_default();
+        match segments.last_mut() {
+            Some(last)
+                if (last.start, last.stop, last.interface, last.captured) == (start, stop, interface, captured) =>
+            {
+                last.bytes = last.bytes.saturating_add(flow.bytes);
+                last.records = last.records.saturating_add(1);
             }
-            (None, Some(interface)) => {
-                pair.by_interfaces.add(flow.bytes, 1);
-                self.by_interface
-                    .entry((node, client, interface))
-                    .or_default()
-                    .add(flow.bytes, 1);
-            }
-            (None, None) => pair.at_node.add(flow.bytes, 1),
+            _ => segments.push(Segment {
+                start,
+                stop,
+                bytes: flow.bytes,
+                records: 1,
+                interface,
+                captured,
+            }),
         }
     }
 
@@ -349,27 +360,16 @@ impl Tally {
             .iter()
             .map(|n| self.interfaces.intern(n))
             .collect();
-        let mine = |id: Option<u32>| id.and_then(|i| renumber.get(i as usize).copied());
-        for (key, pair) in other.pairs {
-            let into = self.pairs.entry(key).or_default();
-            into.at_node.merge(pair.at_node);
-            into.at_client.merge(pair.at_client);
-            into.by_interfaces.merge(pair.by_interfaces);
-            if into.node_interface.is_none() {
-                into.node_interface = mine(pair.node_interface);
+        for (key, mut segments) in other.pairs {
+            for segment in &mut segments {
+                if segment.interface != NO_INTERFACE {
+                    segment.interface = renumber
+                        .get(segment.interface as usize)
+                        .copied()
+                        .unwrap_or(NO_INTERFACE);
+                }
             }
-            if into.client_interface.is_none() {
-                into.client_interface = mine(pair.client_interface);
-            }
-        }
-        for ((node, client, interface), captured) in other.by_interface {
-            let Some(interface) = mine(Some(interface)) else {
-                continue;
-            };
-            self.by_interface
-                .entry((node, client, interface))
-                .or_default()
-                .merge(captured);
+            self.pairs.entry(key).or_default().extend(segments);
         }
         self.records = self.records.saturating_add(other.records);
         self.left_out.merge(other.left_out);
@@ -390,65 +390,121 @@ impl Tally {
         self.latest_end = self.latest_end.max(other.latest_end);
     }
 
+    /// Which interfaces captured each node's flows at the node's end (see the module's note).
+    fn node_interfaces(&self) -> HashSet<(u32, u32)> {
+        // Per node and interface: distinct clients, and whether flow-direction said the node's
+        // end; per interface: distinct nodes, and whether flow-direction said a client's end.
+        let mut clients: HashMap<(u32, u32), (u64, bool)> = HashMap::new();
+        let mut nodes: HashMap<u32, (u64, bool)> = HashMap::new();
+        for ((node, _), segments) in &self.pairs {
+            let mut seen: HashSet<u32> = HashSet::new();
+            for segment in segments.iter().filter(|s| s.interface != NO_INTERFACE) {
+                let at = clients.entry((*node, segment.interface)).or_default();
+                if seen.insert(segment.interface) {
+                    at.0 += 1;
+                }
+                at.1 |= segment.captured == CapturedAt::Node;
+                nodes.entry(segment.interface).or_default().1 |= segment.captured == CapturedAt::Client;
+            }
+        }
+        // Distinct nodes per interface.
+        for (_, interface) in clients.keys() {
+            nodes.entry(*interface).or_default().0 += 1;
+        }
+        let candidate = |interface: u32| {
+            nodes
+                .get(&interface)
+                .is_some_and(|(n, client_end)| *n == 1 && !client_end)
+        };
+        // Per node, the candidate with the most distinct clients (ties: the smaller id).
+        let mut busiest: HashMap<u32, (u32, u64)> = HashMap::new();
+        for ((node, interface), (count, _)) in &clients {
+            if !candidate(*interface) {
+                continue;
+            }
+            let best = busiest.entry(*node).or_insert((*interface, *count));
+            let better = *count > best.1
+                || (*count == best.1 && self.interfaces.name(*interface) < self.interfaces.name(best.0));
+            if better {
+                *best = (*interface, *count);
+            }
+        }
+        clients
+            .iter()
+            .filter(|((node, interface), (count, node_end))| {
+                *node_end
+                    || (candidate(*interface)
+                        && (*count >= 2 || busiest.get(node).is_some_and(|(best, _)| best == interface)))
+            })
+            .map(|(key, _)| *key)
+            .collect()
+    }
+
     /// Each client's bytes with each node, counted once (see the module's note).
     pub fn counted(&self) -> Count {
-        // Per node and interface: distinct clients; the node's interface has the most.
-        let mut clients_seen: HashMap<(u32, u32), u64> = HashMap::new();
-        for (node, _, interface) in self.by_interface.keys() {
-            *clients_seen.entry((*node, *interface)).or_default() += 1;
-        }
-        let mut node_interface: HashMap<u32, (u32, u64)> = HashMap::new();
-        for ((node, interface), clients) in clients_seen {
-            let best = node_interface.entry(node).or_insert((interface, clients));
-            let better = clients > best.1
-                || (clients == best.1 && self.interfaces.name(interface) < self.interfaces.name(best.0));
-            if better {
-                *best = (interface, clients);
-            }
-        }
-        // Per pair, the interface that captured the most bytes of it (named for a pair the
-        // node's interface never captured).
-        let mut busiest: HashMap<(u32, IpAddr), (u32, u64)> = HashMap::new();
-        for ((node, client, interface), captured) in &self.by_interface {
-            let best = busiest.entry((*node, *client)).or_insert((*interface, captured.bytes));
-            if captured.bytes > best.1 {
-                *best = (*interface, captured.bytes);
-            }
-        }
-        let name = |id: u32| self.interfaces.name(id).to_string();
+        let node_interfaces = self.node_interfaces();
+        let name = |id: u32| (id != NO_INTERFACE).then(|| self.interfaces.name(id).to_string());
         let (mut records, mut other_end) = (0u64, 0u64);
         let mut pairs: Vec<Counted> = Vec::with_capacity(self.pairs.len());
-        for ((node, client), pair) in &self.pairs {
-            // flow-direction: the node's end, else the client's.
-            let (direction, direction_interface) = if pair.at_node.records > 0 {
-                other_end = other_end.saturating_add(pair.at_client.records);
-                (pair.at_node, pair.node_interface.or(pair.client_interface))
-            } else {
-                (pair.at_client, pair.client_interface)
-            };
-            // Interfaces: the node's interface, else every interface that captured the pair.
-            let at_node_interface = node_interface.get(node).and_then(|(interface, _)| {
-                self.by_interface
-                    .get(&(*node, *client, *interface))
-                    .map(|captured| (*interface, *captured))
-            });
-            let (by_interface, interface) = match at_node_interface {
-                Some((interface, captured)) => {
-                    other_end = other_end.saturating_add(pair.by_interfaces.records.saturating_sub(captured.records));
-                    (captured, Some(interface))
+        for ((node, client), segments) in &self.pairs {
+            let at_node = |segment: &Segment| match segment.captured {
+                CapturedAt::Node => true,
+                CapturedAt::Client => false,
+                CapturedAt::ByInterface => {
+                    segment.interface == NO_INTERFACE || node_interfaces.contains(&(*node, segment.interface))
                 }
-                None => (pair.by_interfaces, busiest.get(&(*node, *client)).map(|(i, _)| *i)),
             };
-            records = records
-                .saturating_add(direction.records)
-                .saturating_add(by_interface.records);
-            let bytes = direction.bytes.saturating_add(by_interface.bytes);
+            // The node's end: its windows merged into disjoint islands, in time order.
+            let mut spans: Vec<(u64, u64)> = segments
+                .iter()
+                .filter(|s| at_node(s))
+                .map(|s| (s.start, s.stop))
+                .collect();
+            spans.sort_unstable();
+            let mut islands: Vec<(u64, u64)> = Vec::new();
+            for (start, stop) in spans {
+                match islands.last_mut() {
+                    Some(last) if start <= last.1 => last.1 = last.1.max(stop),
+                    _ => islands.push((start, stop)),
+                }
+            }
+            let covered = |segment: &Segment| {
+                // The first island ending after the segment starts; it overlaps when it starts
+                // before the segment stops.
+                let at = islands.partition_point(|island| island.1 <= segment.start);
+                islands.get(at).is_some_and(|island| island.0 < segment.stop)
+            };
+            let mut bytes = 0u64;
+            // Bytes per interface: the node's end first, then the client's.
+            let mut by_interface: HashMap<(bool, u32), u64> = HashMap::new();
+            for segment in segments {
+                let node_end = at_node(segment);
+                if !node_end && covered(segment) {
+                    other_end = other_end.saturating_add(segment.records);
+                    continue;
+                }
+                records = records.saturating_add(segment.records);
+                bytes = bytes.saturating_add(segment.bytes);
+                let sum = by_interface.entry((node_end, segment.interface)).or_default();
+                *sum = sum.saturating_add(segment.bytes);
+            }
             if bytes > 0 {
+                // The interface named: the node's end's busiest (most bytes, ties to the smaller
+                // id), else the client's end's.
+                let interface = by_interface
+                    .iter()
+                    .filter(|((_, interface), _)| *interface != NO_INTERFACE)
+                    .max_by(|((end_a, a), bytes_a), ((end_b, b), bytes_b)| {
+                        (end_a, bytes_a)
+                            .cmp(&(end_b, bytes_b))
+                            .then_with(|| self.interfaces.name(*b).cmp(self.interfaces.name(*a)))
+                    })
+                    .and_then(|((_, interface), _)| name(*interface));
                 pairs.push(Counted {
                     node: *node as usize,
                     client: *client,
                     bytes,
-                    interface: interface.or(direction_interface).map(name),
+                    interface,
                 });
             }
         }
@@ -598,18 +654,6 @@ mod tests {
         }
         assert_eq!(tally.left_out.impossible, 0);
         assert_eq!(tally.counted().pairs[0].bytes, most * 400_000);
-        let mut captured = Captured {
-            bytes: u64::MAX - 1,
-            records: u64::MAX,
-        };
-        captured.add(2, 1);
-        assert_eq!(
-            captured,
-            Captured {
-                bytes: u64::MAX,
-                records: u64::MAX
-            }
-        );
         let mut sum = LeftOut {
             no_node: u64::MAX,
             ..LeftOut::default()

@@ -19,10 +19,15 @@ use super::{Cloudflare, CloudflareError, Mapping, SupportedRegions, BATCH_LIMIT,
 
 type Shared<T> = Arc<OnceCell<Result<Arc<T>, CloudflareError>>>;
 
-/// How long the first item of a batch waits for others to join it.
-pub const BATCH_WINDOW: Duration = Duration::from_millis(25);
-/// While items keep arriving, the batch waits a little more, up to this in all.
-pub(crate) const BATCH_WINDOW_MAX: Duration = Duration::from_millis(100);
+/// How long a batch stays open after the last item joined it: it closes once no item has
+/// joined for this long. Terraform starts the next apply as each one finishes, and on a busy
+/// machine (a CI runner beside a build) the next items arrive tens of milliseconds apart, so
+/// the window follows the arrivals instead of a fixed time from the first.
+pub const BATCH_WINDOW: Duration = Duration::from_millis(75);
+/// However long items keep arriving, a batch is sent this long after its first item at most.
+pub(crate) const BATCH_WINDOW_MAX: Duration = Duration::from_millis(400);
+/// How often a waiting batch looks for new items.
+const BATCH_POLL: Duration = Duration::from_millis(5);
 
 /// The outcome of one item of a batch: `Ok` with the mapping as stored (single writes carry
 /// `modified_on`), or the item's own error.
@@ -551,21 +556,21 @@ where
     result
 }
 
-/// Waits [`BATCH_WINDOW`], then keeps waiting in short steps while items are still arriving
-/// (Terraform starts the next apply as each one finishes), up to [`BATCH_WINDOW_MAX`] or a full
-/// batch.
+/// Keeps a batch open while items keep joining it: it closes when none has joined for
+/// [`BATCH_WINDOW`], when it is full, or [`BATCH_WINDOW_MAX`] after it opened.
 async fn gather<T, R>(queues: &Mutex<HashMap<String, Waiting<T, R>>>, zone: &str) {
     let len = || queues.lock().expect("lock").get(zone).map_or(0, Vec::len);
-    let started = tokio::time::Instant::now();
-    tokio::time::sleep(BATCH_WINDOW).await;
-    let mut seen = len();
-    while seen < BATCH_LIMIT && started.elapsed() < BATCH_WINDOW_MAX {
-        tokio::time::sleep(BATCH_WINDOW / 2).await;
+    let opened = tokio::time::Instant::now();
+    let (mut seen, mut last_joined) = (len(), opened);
+    loop {
+        tokio::time::sleep(BATCH_POLL).await;
         let now = len();
-        if now == seen {
-            break;
+        if now != seen {
+            (seen, last_joined) = (now, tokio::time::Instant::now());
         }
-        seen = now;
+        if seen >= BATCH_LIMIT || last_joined.elapsed() >= BATCH_WINDOW || opened.elapsed() >= BATCH_WINDOW_MAX {
+            return;
+        }
     }
 }
 
