@@ -201,10 +201,16 @@ impl Fpm {
 
     /// A GET of `script?query` through `cgi-fcgi`, as a web server would send it.
     fn get(&self, script: &Path, query: &str) -> Response {
+        self.get_with(script, query, &[])
+    }
+
+    /// [`Fpm::get`] with more FastCGI parameters (`REQUEST_URI` for a router).
+    fn get_with(&self, script: &Path, query: &str, params: &[(&str, &str)]) -> Response {
         let started = Instant::now();
         let out = Command::new("cgi-fcgi")
             .args(["-bind", "-connect", &format!("127.0.0.1:{}", self.port)])
             .env_clear()
+            .envs(params.iter().copied())
             .env("SCRIPT_FILENAME", script)
             .env(
                 "SCRIPT_NAME",
@@ -262,7 +268,7 @@ impl Drop for Fpm {
 const ENV_PHP: &str = r#"<?php
 header('Content-Type: application/json');
 $names = ['LOCALITY_READ_ENDPOINT', 'LOCALITY_READ_HOST', 'LOCALITY_READ_PORT', 'LOCALITY_FALLBACK',
-          'LOCALITY_ZONE', 'LOCALITY_ROUTE', 'LOCALITY_GLIDE'];
+          'LOCALITY_FALLBACK_HOST', 'LOCALITY_FALLBACK_PORT', 'LOCALITY_ZONE', 'LOCALITY_ROUTE', 'LOCALITY_GLIDE'];
 echo json_encode(array_combine($names, array_map('getenv', $names)));
 "#;
 
@@ -352,6 +358,8 @@ async fn the_guides_php_fpm_entrypoint_hands_every_worker_the_endpoint() {
                 ("LOCALITY_READ_HOST", host),
                 ("LOCALITY_READ_PORT", port_a),
                 ("LOCALITY_FALLBACK", reader),
+                ("LOCALITY_FALLBACK_HOST", "reader.example"),
+                ("LOCALITY_FALLBACK_PORT", "6379"),
                 ("LOCALITY_ZONE", ZONE_A),
                 ("LOCALITY_ROUTE", "zone"),
             ] {
@@ -736,4 +744,219 @@ fn the_glide_php_snippet_is_given_what_resolve_prints() {
             assert_eq!(conf["addresses"].as_array().unwrap().len(), 3, "every node");
         }
     }
+}
+
+/// Copies the tree at `from` into `to` (created), files 0644 and folders 0755, so that PHP-FPM's
+/// workers (`www-data`) read them.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    std::fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+            std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        }
+    }
+}
+
+/// A folder the workers may write (Laravel's `bootstrap/cache` and `storage`).
+fn writable(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+}
+
+/// Laravel, served for real: Debian's Laravel 8.83 (`php-laravel-framework`,
+/// `php-illuminate-redis`) under Debian's PHP-FPM, with `examples/laravel/` as a team copies it
+/// (`config/database.php`'s `redis` part, `config/cache.php`'s `zone` store, the connector, the
+/// connection and the provider) into a small application (`tests/fixtures/laravel-app/`: its
+/// front controller, `config/app.php` and four routes). The entrypoint resolves the map (the
+/// zone's replica; the reader endpoint given as `[::1]:PORT`, the IPv6 trap) and execs PHP-FPM
+/// with the guide's pool file and two workers. Valkey nodes count where each GET went:
+/// - the worker's configuration: the zone's host and an integer port, the reader's host bare
+///   (`::1`, which phpredis takes; before, `[[::1]]` failed to parse);
+/// - `Cache::store('zone')->put()` lands on the primary; `Cache::store('zone')->get()` and
+///   `Redis::connection('zone')->get()` on the zone's replica;
+/// - the replica SIGKILLed: 100 requests of both kinds, every one 200 with its value, each read
+///   on the reader (`X-Locality-Route: fallback`), the replica's failure logged once (APCu);
+/// - a master without `LOCALITY_READ_*` (the pool hands the workers `""`): the configuration
+///   falls back to the reader's host and integer port, never `""`, and reads are served.
+#[test]
+fn laravel_reads_in_the_zone_and_from_the_reader_when_the_replica_is_killed() {
+    let primary = Node::start(ZONE_C, None);
+    let mut replica = Node::start(ZONE_A, Some(primary.port));
+    let reader = Node::start_ipv6(ZONE_B, Some(primary.port));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pool = format!(
+        "pm = static\npm.max_children = 2\nenv[REDIS_HOST] = $REDIS_HOST\nenv[REDIS_PORT] = $REDIS_PORT\ncatch_workers_output = yes\ndecorate_workers_output = no"
+    );
+    let replica_at = replica.endpoint();
+    let start = |resolve: bool| {
+        let (dir, port) = Fpm::prepare(true, &pool);
+        let app = dir.path().join("laravel");
+        copy_tree(&root.join("tests/fixtures/laravel-app"), &app);
+        copy_tree(&root.join("examples/laravel"), &app);
+        writable(&app.join("bootstrap/cache"));
+        writable(&app.join("storage/framework"));
+        let map = dir.path().join("replica-map.json");
+        write(
+            &map,
+            &serde_json::json!({
+                "version": 1,
+                "fallback": format!("[::1]:{}", reader.port),
+                "zones": {ZONE_A: &replica_at},
+            })
+            .to_string(),
+            0o644,
+        );
+        let entrypoint = if resolve {
+            format!(
+                "resolved=$(locality resolve --map '{}' --zone {ZONE_A} --format env) || exit\neval \"$resolved\"\nexec php-fpm -F\n",
+                map.display()
+            )
+        } else {
+            "exec php-fpm -F\n".to_string()
+        };
+        let mut cmd = Command::new("dash");
+        cmd.args(["-c", &entrypoint])
+            .env_clear()
+            .env("HOME", dir.path())
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("REDIS_HOST", "127.0.0.1")
+            .env("REDIS_PORT", primary.port.to_string());
+        if !resolve {
+            // What an orchestrator sets when resolve does not run: the reader alone.
+            cmd.env("LOCALITY_FALLBACK_HOST", "::1")
+                .env("LOCALITY_FALLBACK_PORT", reader.port.to_string());
+        }
+        let index = app.join("public/index.php");
+        (Fpm::start(cmd, dir, port), index)
+    };
+    let get = |fpm: &Fpm, index: &Path, uri: &str| {
+        let query = uri.split_once('?').map_or("", |(_, q)| q);
+        fpm.get_with(index, query, &[("REQUEST_URI", uri)])
+    };
+
+    let (fpm, index) = start(true);
+    let config = get(&fpm, &index, "/config");
+    assert_eq!(config.status, 200, "{config:?}\n{}", fpm.logs());
+    let zone: serde_json::Value = serde_json::from_str(&config.body).unwrap();
+    assert_eq!(
+        (
+            &zone["host"],
+            &zone["port"],
+            &zone["fallback"]["host"],
+            &zone["fallback"]["port"]
+        ),
+        (
+            &serde_json::json!("127.0.0.1"),
+            &serde_json::json!(replica.port),
+            &serde_json::json!("::1"),
+            &serde_json::json!(reader.port)
+        ),
+        "{zone}"
+    );
+    let stored = get(&fpm, &index, "/put?key=session%3A42&value=cart%3D3");
+    assert_eq!(
+        (stored.status, stored.body.as_str()),
+        (200, "stored"),
+        "{stored:?}\n{}",
+        fpm.logs()
+    );
+    let mut p = TcpStream::connect(primary.endpoint()).unwrap();
+    assert!(
+        command(&mut p, &["EXISTS", "laravel_cache:session:42"])
+            .unwrap()
+            .starts_with(b":1"),
+        "the cache's put went to the primary"
+    );
+    command(&mut p, &["SET", "raw:7", "plain"]).unwrap();
+    for node in [&replica, &reader] {
+        wait_for_key(node, "laravel_cache:session:42");
+        wait_for_key(node, "raw:7");
+    }
+    let gets = |replica: &Node| [replica.gets(), reader.gets()];
+    let expect = |fpm: &Fpm, r: &Response, body: &str, route: &str, what: &str| {
+        assert_eq!(
+            (r.status, r.body.as_str(), r.header("X-Locality-Route")),
+            (200, body, Some(route)),
+            "{what}\n{}",
+            fpm.logs()
+        );
+    };
+    let before = gets(&replica);
+    expect(
+        &fpm,
+        &get(&fpm, &index, "/cache?key=session%3A42"),
+        "cart=3",
+        "zone",
+        "Cache::store('zone')",
+    );
+    expect(
+        &fpm,
+        &get(&fpm, &index, "/redis?key=raw%3A7"),
+        "plain",
+        "zone",
+        "Redis::connection('zone')",
+    );
+    assert_eq!(diff(before, gets(&replica)), [2, 0], "both reads on the zone's replica");
+
+    replica.kill();
+    let before = gets(&replica);
+    let started = Instant::now();
+    for n in 0..100 {
+        if n % 2 == 0 {
+            expect(
+                &fpm,
+                &get(&fpm, &index, "/cache?key=session%3A42"),
+                "cart=3",
+                "fallback",
+                "cache, replica killed",
+            );
+        } else {
+            expect(
+                &fpm,
+                &get(&fpm, &index, "/redis?key=raw%3A7"),
+                "plain",
+                "fallback",
+                "redis, replica killed",
+            );
+        }
+    }
+    eprintln!(
+        "Laravel under PHP-FPM, replica SIGKILLed: 100 of 100 requests answered in {:?}",
+        started.elapsed()
+    );
+    assert_eq!(diff(before, gets(&replica)), [0, 100], "every read on the reader");
+    let said = format!("locality: {} failed", replica.endpoint());
+    assert_eq!(
+        fpm.logs().matches(&said).count(),
+        1,
+        "one line for the replica's failure (APCu marks it for the pool)\n{}",
+        fpm.logs()
+    );
+    drop(fpm);
+
+    // The master lacks LOCALITY_READ_*: the pool hands the workers "" and the configuration
+    // takes the reader, with an integer port.
+    let (fpm, index) = start(false);
+    let zone: serde_json::Value = serde_json::from_str(&get(&fpm, &index, "/config").body).unwrap();
+    assert_eq!(
+        (&zone["host"], &zone["port"]),
+        (&serde_json::json!("::1"), &serde_json::json!(reader.port)),
+        "{zone}"
+    );
+    let before = gets(&replica);
+    expect(
+        &fpm,
+        &get(&fpm, &index, "/redis?key=raw%3A7"),
+        "plain",
+        "zone",
+        "the reader as the zone's endpoint",
+    );
+    assert_eq!(diff(before, gets(&replica)), [0, 1]);
 }

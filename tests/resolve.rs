@@ -1027,7 +1027,7 @@ fn every_entrypoint_in_the_guide_stops_the_container_when_resolve_fails() {
             "reader.example:6379",
             ZONE,
             0,
-            "using the fallback",
+            "the map could not be read",
         ),
     ];
     for (n, block) in blocks.iter().enumerate() {

@@ -77,6 +77,8 @@ pub struct Node {
     pub replica_of: Option<u16>,
     pub dir: tempfile::TempDir,
     pub child: Option<Child>,
+    /// Also listen on `[::1]` (the same port).
+    pub ipv6: bool,
 }
 
 impl Node {
@@ -87,6 +89,21 @@ impl Node {
             replica_of,
             dir: tempfile::tempdir().unwrap(),
             child: None,
+            ipv6: false,
+        };
+        node.restart();
+        node
+    }
+
+    /// [`Node::start`], listening on `[::1]` too.
+    pub fn start_ipv6(zone: &'static str, replica_of: Option<u16>) -> Node {
+        let mut node = Node {
+            port: super::server_port(),
+            zone,
+            replica_of,
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+            ipv6: true,
         };
         node.restart();
         node
@@ -98,21 +115,14 @@ impl Node {
 
     pub fn restart(&mut self) {
         let mut cmd = Command::new(valkey_server());
-        cmd.args([
-            "--port",
-            &self.port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--availability-zone", self.zone])
-        .arg("--dir")
-        .arg(self.dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(if self.ipv6 { &["::1"][..] } else { &[][..] })
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--availability-zone", self.zone])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         if let Some(primary) = self.replica_of {
             cmd.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
         }
