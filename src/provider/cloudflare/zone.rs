@@ -21,11 +21,11 @@ type Shared<T> = Arc<OnceCell<Result<Arc<T>, CloudflareError>>>;
 
 /// How long a batch stays open after the last item joined it: it closes once no item has
 /// joined for this long. Terraform starts the next apply as each one finishes, and on a busy
-/// machine (a CI runner beside a build) the next items arrive tens of milliseconds apart, so
-/// the window follows the arrivals instead of a fixed time from the first.
-pub const BATCH_WINDOW: Duration = Duration::from_millis(75);
+/// machine (a CI runner beside a build) the next items arrive up to a few hundred milliseconds
+/// apart, so the window follows the arrivals instead of a fixed time from the first.
+pub const BATCH_WINDOW: Duration = Duration::from_millis(250);
 /// However long items keep arriving, a batch is sent this long after its first item at most.
-pub(crate) const BATCH_WINDOW_MAX: Duration = Duration::from_millis(400);
+pub(crate) const BATCH_WINDOW_MAX: Duration = Duration::from_millis(1_000);
 /// How often a waiting batch looks for new items.
 const BATCH_POLL: Duration = Duration::from_millis(5);
 
@@ -97,6 +97,9 @@ pub struct Zones {
     written: Mutex<HashMap<(String, String), Option<Mapping>>>,
     puts: Mutex<HashMap<String, Waiting<Mapping, Mapping>>>,
     deletes: Mutex<HashMap<String, Waiting<String, ()>>>,
+    /// Per zone, the puts (and deletes) under way: Terraform's parallelism as seen from here.
+    put_calls: Calls,
+    delete_calls: Calls,
     /// What the resources planned in this process manage, per zone.
     planned: Mutex<HashMap<String, ZonePlan>>,
     /// Per zone: zone-wide writes hold it exclusively, single-hint deletes shared (see
@@ -133,6 +136,8 @@ impl Zones {
             written: Mutex::default(),
             puts: Mutex::default(),
             deletes: Mutex::default(),
+            put_calls: Calls::default(),
+            delete_calls: Calls::default(),
             planned: Mutex::default(),
             locks: Mutex::default(),
         }
@@ -394,6 +399,7 @@ impl Zones {
     /// # Errors
     /// The item's own error, or the whole request's.
     pub async fn put(self: &Arc<Self>, zone: &str, mapping: Mapping) -> ItemResult<Mapping> {
+        let (_call, peak) = self.put_calls.begin(zone);
         let (tx, rx) = oneshot::channel();
         let leader = enqueue(&self.puts, zone, mapping, tx);
         if leader {
@@ -401,7 +407,7 @@ impl Zones {
             // `timeouts`) does not cancel the other resources' writes in the same batch.
             let (this, zone) = (Arc::clone(self), zone.to_string());
             tokio::spawn(async move {
-                gather(&this.puts, &zone).await;
+                gather(&this.puts, &zone, peak).await;
                 let waiting = this.puts.lock().expect("lock").remove(&zone).unwrap_or_default();
                 this.send_puts(&zone, waiting).await;
             });
@@ -464,12 +470,13 @@ impl Zones {
     /// The item's own error, or the whole request's.
     pub async fn delete(self: &Arc<Self>, zone: &str, ip: String) -> ItemResult<()> {
         let deleted_ip = ip.clone();
+        let (_call, peak) = self.delete_calls.begin(zone);
         let (tx, rx) = oneshot::channel();
         let leader = enqueue(&self.deletes, zone, ip, tx);
         if leader {
             // Sent by a task of its own, as [`Zones::put`]'s batches.
             let (this, zone) = (Arc::clone(self), zone.to_string());
-            tokio::spawn(async move { this.send_deletes(&zone).await });
+            tokio::spawn(async move { this.send_deletes(&zone, peak).await });
         }
         let deleted = rx
             .await
@@ -489,8 +496,8 @@ impl Zones {
     }
 
     /// Gathers the deletes arriving in the batch window and sends them, 100 a request.
-    async fn send_deletes(&self, zone: &str) {
-        gather(&self.deletes, zone).await;
+    async fn send_deletes(&self, zone: &str, peak: usize) {
+        gather(&self.deletes, zone, peak).await;
         let mut waiting = self.deletes.lock().expect("lock").remove(zone).unwrap_or_default();
         while !waiting.is_empty() {
             let chunk: Waiting<String, ()> = waiting.drain(..waiting.len().min(BATCH_LIMIT)).collect();
@@ -557,9 +564,12 @@ where
 }
 
 /// Keeps a batch open while items keep joining it: it closes when none has joined for
-/// [`BATCH_WINDOW`], when it is full, or [`BATCH_WINDOW_MAX`] after it opened.
-async fn gather<T, R>(queues: &Mutex<HashMap<String, Waiting<T, R>>>, zone: &str) {
+/// [`BATCH_WINDOW`], when it is full, when it holds `peak` items (the most calls that were
+/// ever under way at once before it opened: Terraform sends no more while they all wait; 0:
+/// not known yet), or [`BATCH_WINDOW_MAX`] after it opened.
+async fn gather<T, R>(queues: &Mutex<HashMap<String, Waiting<T, R>>>, zone: &str, peak: usize) {
     let len = || queues.lock().expect("lock").get(zone).map_or(0, Vec::len);
+    let peak = if peak == 0 { BATCH_LIMIT } else { peak.min(BATCH_LIMIT) };
     let opened = tokio::time::Instant::now();
     let (mut seen, mut last_joined) = (len(), opened);
     loop {
@@ -568,8 +578,45 @@ async fn gather<T, R>(queues: &Mutex<HashMap<String, Waiting<T, R>>>, zone: &str
         if now != seen {
             (seen, last_joined) = (now, tokio::time::Instant::now());
         }
-        if seen >= BATCH_LIMIT || last_joined.elapsed() >= BATCH_WINDOW || opened.elapsed() >= BATCH_WINDOW_MAX {
+        if seen >= peak || last_joined.elapsed() >= BATCH_WINDOW || opened.elapsed() >= BATCH_WINDOW_MAX {
             return;
+        }
+    }
+}
+
+/// Per zone, the calls under way and the most that ever were at once.
+#[derive(Debug, Default)]
+struct Calls(Arc<Mutex<HashMap<String, (usize, usize)>>>);
+
+/// One call under way; it ends when dropped (returned, failed or cancelled).
+struct Call {
+    calls: Arc<Mutex<HashMap<String, (usize, usize)>>>,
+    zone: String,
+}
+
+impl Calls {
+    /// Counts a call in; with the most calls that were under way at once before it.
+    fn begin(&self, zone: &str) -> (Call, usize) {
+        let mut calls = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (under_way, most) = calls.entry(zone.to_string()).or_default();
+        let before = *most;
+        *under_way += 1;
+        *most = (*most).max(*under_way);
+        (
+            Call {
+                calls: Arc::clone(&self.0),
+                zone: zone.to_string(),
+            },
+            before,
+        )
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((under_way, _)) = calls.get_mut(&self.zone) {
+            *under_way = under_way.saturating_sub(1);
         }
     }
 }
