@@ -447,3 +447,58 @@ mod tests {
         }
     }
 }
+
+/// The markers around the generated table of the replica map's fields in
+/// `docs/guides/consuming-the-replica-map.md`.
+pub const MAP_TABLE_BEGIN: &str =
+    "<!-- generated from schema/replica-map.v1.schema.json (BLESS=1 cargo test --test docs): do not edit -->";
+/// The end marker of the generated table.
+pub const MAP_TABLE_END: &str = "<!-- end of the generated table -->";
+
+/// The table of the replica map's fields (field, required, what), from its JSON Schema: every
+/// top-level property in the schema's order, and the properties of array items as
+/// `field[].name`. The descriptions are the schema's, so the guide and the schema cannot part.
+///
+/// # Errors
+/// When `schema` is not JSON, or has no `properties`.
+pub fn replica_map_table(schema: &str) -> Result<String, String> {
+    let schema: serde_json::Value = serde_json::from_str(schema).map_err(|e| format!("the schema is not JSON: {e}"))?;
+    let mut table = String::from("| field | required | what |\n|---|---|---|\n");
+    fn rows(table: &mut String, prefix: &str, object: &serde_json::Value) -> Result<(), String> {
+        let properties = object["properties"]
+            .as_object()
+            .ok_or_else(|| format!("{prefix}: no properties in the schema"))?;
+        let required: Vec<&str> = object["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        for (name, property) in properties {
+            let description = property["description"].as_str().unwrap_or_default().replace('|', "\\|");
+            let required = if required.contains(&name.as_str()) { "yes" } else { "no" };
+            let _ = writeln!(table, "| `{prefix}{name}` | {required} | {description} |");
+            if property["items"]["properties"].is_object() {
+                rows(table, &format!("{prefix}{name}[]."), &property["items"])?;
+            }
+        }
+        Ok(())
+    }
+    rows(&mut table, "", &schema)?;
+    Ok(table)
+}
+
+/// `text` with what lies between [`MAP_TABLE_BEGIN`] and [`MAP_TABLE_END`] replaced by
+/// `table`.
+///
+/// # Errors
+/// When the markers are missing or out of order.
+pub fn with_map_table(text: &str, table: &str) -> Result<String, String> {
+    let begin = text
+        .find(MAP_TABLE_BEGIN)
+        .ok_or("the guide has no generated table's begin marker")?
+        + MAP_TABLE_BEGIN.len();
+    let end = text[begin..]
+        .find(MAP_TABLE_END)
+        .ok_or("the guide has no generated table's end marker")?
+        + begin;
+    Ok(format!("{}\n{table}{}", &text[..begin], &text[end..]))
+}
