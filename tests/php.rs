@@ -786,10 +786,15 @@ fn writable(dir: &Path) {
 ///   falls back to the reader's host and integer port, never `""`, and reads are served.
 #[test]
 fn laravel_reads_in_the_zone_and_from_the_reader_when_the_replica_is_killed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(
+        guide_block("### Laravel: `Redis::connection('zone')`", "php"),
+        std::fs::read_to_string(root.join("examples/laravel/config/database.php")).unwrap(),
+        "the guide shows examples/laravel/config/database.php verbatim"
+    );
     let primary = Node::start(ZONE_C, None);
     let mut replica = Node::start(ZONE_A, Some(primary.port));
     let reader = Node::start_ipv6(ZONE_B, Some(primary.port));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pool = format!(
         "pm = static\npm.max_children = 2\nenv[REDIS_HOST] = $REDIS_HOST\nenv[REDIS_PORT] = $REDIS_PORT\ncatch_workers_output = yes\ndecorate_workers_output = no"
     );
@@ -959,4 +964,19 @@ fn laravel_reads_in_the_zone_and_from_the_reader_when_the_replica_is_killed() {
         "the reader as the zone's endpoint",
     );
     assert_eq!(diff(before, gets(&replica)), [0, 1]);
+}
+
+/// The guide's Yii2 snippet is `examples/yii2/ZoneRedisConnection.php`, and PHP parses it
+/// (`php -l`). That is all: yii2-redis cannot be installed here, so it is not run (the guide
+/// says so).
+#[test]
+fn the_yii2_snippet_is_the_example_and_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/yii2/ZoneRedisConnection.php");
+    assert_eq!(
+        guide_block("### Yii2: the same fallback", "php"),
+        std::fs::read_to_string(&path).unwrap(),
+        "the guide shows examples/yii2/ZoneRedisConnection.php verbatim"
+    );
+    let linted = Command::new("php").arg("-l").arg(&path).output().unwrap();
+    assert!(linted.status.success(), "{}", String::from_utf8_lossy(&linted.stdout));
 }

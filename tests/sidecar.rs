@@ -1155,10 +1155,24 @@ fn the_deployments_validate_and_start_the_image_as_written() {
                 arg
             })
             .collect();
-        cmd.arg("ghcr.io/locality/locality:0.1.0")
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        cmd.arg("ghcr.io/locality/locality:0.1.0").args(&args);
+        // The same run with a configuration mistake (issue 56): LOCALITY_FALLBACK as
+        // `reader_endpoint_address` gives it, without `:6379`.
+        let mut mistaken: Vec<std::ffi::OsString> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let image_at = mistaken
+            .iter()
+            .position(|a| a == "ghcr.io/locality/locality:0.1.0")
+            .unwrap();
+        mistaken.splice(
+            image_at..image_at,
+            ["-e".into(), format!("LOCALITY_FALLBACK={READER_ADDRESS_ONLY}").into()],
+        );
+        for arg in &mut mistaken {
+            if *arg == *container {
+                *arg = format!("{container}-mistaken").into();
+            }
+        }
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));
         {
@@ -1240,9 +1254,37 @@ fn the_deployments_validate_and_start_the_image_as_written() {
         assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
         assert!(stopped < Duration::from_secs(2), "{name}: podman stop took {stopped:?}");
         let _ = wait_timeout(&mut child, Duration::from_secs(5));
+        // The mistake stops the container at once, loudly: exit 2 with the sentence naming the
+        // variable (before the fix of the entrypoints, an application started without an
+        // endpoint; the image's own entrypoint, the sidecar, refuses to start).
+        let mut run = Command::new("podman")
+            .args(&mistaken)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = wait_timeout(&mut run, Duration::from_secs(30));
+        if ended.is_none() {
+            let _ = podman(&["rm", "-f", &format!("{container}-mistaken")]);
+        }
+        let mut said = String::new();
+        let _ = run.stderr.take().unwrap().read_to_string(&mut said);
+        assert_eq!(
+            ended.and_then(|s| s.code()),
+            Some(2),
+            "{name}, a mistaken LOCALITY_FALLBACK: {said}"
+        );
+        assert!(
+            said.contains(&format!("LOCALITY_FALLBACK: \"{READER_ADDRESS_ONLY}\" has no port")),
+            "{name}: {said}"
+        );
         if let Some(volume) = volume {
             let _ = podman(&["volume", "rm", "-f", &volume]);
         }
+        eprintln!(
+            "{name}: a LOCALITY_FALLBACK without its port stops the container: exit 2, {}",
+            said.trim()
+        );
         eprintln!("{name}: served 20 reads in zone {ZONE_A} as uid 10001 (no capabilities, no_new_privs, read-only root), probe passed, stopped in {stopped:?}");
     }
 
@@ -1325,7 +1367,32 @@ fn the_deployments_validate_and_start_the_image_as_written() {
     eprintln!(
         "systemd: ExecStart served as uid 61234 in its RuntimeDirectory, zone from IMDS; SIGTERM stopped it ({status})"
     );
+    // A configuration mistake: exit 2 at once, and the unit does not restart it (a restart would
+    // make the same mistake).
+    let mistaken = as_user(Some(61234), &app)
+        .args(&args)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("LOCALITY_FALLBACK", READER_ADDRESS_ONLY)
+        .env("RUNTIME_DIRECTORY", &runtime)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&mistaken.stderr);
+    assert_eq!(
+        mistaken.status.code(),
+        Some(2),
+        "systemd, a mistaken LOCALITY_FALLBACK: {said}"
+    );
+    assert!(said.contains("LOCALITY_FALLBACK"), "{said}");
+    assert!(unit.contains("RestartPreventExitStatus=2\n"), "{unit}");
+    eprintln!(
+        "systemd: a LOCALITY_FALLBACK without its port: exit 2, not restarted: {}",
+        said.trim()
+    );
 }
+
+/// The reader endpoint's address as `reader_endpoint_address` gives it: no port.
+const READER_ADDRESS_ONLY: &str = "sessions-ro.abc123.ng.0001.apne1.cache.amazonaws.com";
 
 /// A replica that hangs (SIGSTOP: the connection stays open, nothing answers — the silent
 /// server): its health checks time out, it is marked down, and the sidecar closes the sessions

@@ -6,7 +6,7 @@
 //   php read.php KEY               command line: prints the value
 //   GET /read.php?key=KEY          PHP-FPM: the value as text/plain
 //
-// Environment (set by the entrypoint: eval "$(locality resolve ... --format env)"):
+// Environment (set by the entrypoint from `locality resolve ... --format env`):
 //   LOCALITY_READ_ENDPOINT   host:port to read from (this zone's replica, or the fallback)
 //   LOCALITY_FALLBACK        host:port of the reader endpoint
 // A replica that failed is skipped for 60 s by every worker of the pool when APCu is loaded
