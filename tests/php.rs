@@ -795,12 +795,10 @@ fn laravel_reads_in_the_zone_and_from_the_reader_when_the_replica_is_killed() {
     let primary = Node::start(ZONE_C, None);
     let mut replica = Node::start(ZONE_A, Some(primary.port));
     let reader = Node::start_ipv6(ZONE_B, Some(primary.port));
-    let pool = format!(
-        "pm = static\npm.max_children = 2\nenv[REDIS_HOST] = $REDIS_HOST\nenv[REDIS_PORT] = $REDIS_PORT\ncatch_workers_output = yes\ndecorate_workers_output = no"
-    );
+    let pool = "pm = static\npm.max_children = 2\nenv[REDIS_HOST] = $REDIS_HOST\nenv[REDIS_PORT] = $REDIS_PORT\ncatch_workers_output = yes\ndecorate_workers_output = no";
     let replica_at = replica.endpoint();
     let start = |resolve: bool| {
-        let (dir, port) = Fpm::prepare(true, &pool);
+        let (dir, port) = Fpm::prepare(true, pool);
         let app = dir.path().join("laravel");
         copy_tree(&root.join("tests/fixtures/laravel-app"), &app);
         copy_tree(&root.join("examples/laravel"), &app);

@@ -404,50 +404,6 @@ fn nesting_name(nesting: Nesting) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tfplugin::schema::walk_attributes;
-
-    /// Descriptions are the docs: none may be empty.
-    #[test]
-    fn every_schema_element_has_a_description() {
-        let provider = LocalityProvider;
-        let mut schemas = vec![("provider".to_string(), provider.schema())];
-        schemas.extend(
-            provider
-                .resources()
-                .iter()
-                .map(|r| (r.type_name().to_string(), r.schema())),
-        );
-        schemas.extend(
-            provider
-                .data_sources()
-                .iter()
-                .map(|d| (d.type_name().to_string(), d.schema())),
-        );
-        for (name, schema) in schemas {
-            assert!(!schema.block.description.is_empty(), "{name}");
-            let mut attrs = Vec::new();
-            walk_attributes(&schema.block, "", &mut attrs);
-            for (path, attr) in attrs {
-                assert!(!attr.description.trim().is_empty(), "{name}.{path} has no description");
-            }
-            fn blocks(block: &Block, name: &str) {
-                for nested in &block.blocks {
-                    assert!(
-                        !nested.block.description.is_empty(),
-                        "{name}: block {} has no description",
-                        nested.name
-                    );
-                    blocks(&nested.block, name);
-                }
-            }
-            blocks(&schema.block, &name);
-        }
-    }
-}
-
 /// The markers around the generated table of the replica map's fields in
 /// `docs/guides/consuming-the-replica-map.md`.
 pub const MAP_TABLE_BEGIN: &str =
@@ -501,4 +457,48 @@ pub fn with_map_table(text: &str, table: &str) -> Result<String, String> {
         .ok_or("the guide has no generated table's end marker")?
         + begin;
     Ok(format!("{}\n{table}{}", &text[..begin], &text[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tfplugin::schema::walk_attributes;
+
+    /// Descriptions are the docs: none may be empty.
+    #[test]
+    fn every_schema_element_has_a_description() {
+        let provider = LocalityProvider;
+        let mut schemas = vec![("provider".to_string(), provider.schema())];
+        schemas.extend(
+            provider
+                .resources()
+                .iter()
+                .map(|r| (r.type_name().to_string(), r.schema())),
+        );
+        schemas.extend(
+            provider
+                .data_sources()
+                .iter()
+                .map(|d| (d.type_name().to_string(), d.schema())),
+        );
+        for (name, schema) in schemas {
+            assert!(!schema.block.description.is_empty(), "{name}");
+            let mut attrs = Vec::new();
+            walk_attributes(&schema.block, "", &mut attrs);
+            for (path, attr) in attrs {
+                assert!(!attr.description.trim().is_empty(), "{name}.{path} has no description");
+            }
+            fn blocks(block: &Block, name: &str) {
+                for nested in &block.blocks {
+                    assert!(
+                        !nested.block.description.is_empty(),
+                        "{name}: block {} has no description",
+                        nested.name
+                    );
+                    blocks(&nested.block, name);
+                }
+            }
+            blocks(&schema.block, &name);
+        }
+    }
 }
