@@ -145,8 +145,8 @@ pub fn schema() -> Schema {
              | `LOCALITY_HTTP_RETRIES` | retries of a Cloudflare or Google request, when `max_retries` is not set (default 4) |\n\
              | `LOCALITY_RANGES_FILE` | an IP-range snapshot written by `locality ranges update`, used instead of the built-in one by `locality_cloud_region`, `locality_region_hints.origins` and `locality lookup` |\n\
              | `XDG_DATA_HOME`, `HOME` | where `locality ranges update` writes without `-o` |\n\
-             | `LOCALITY_ZONE` | `locality resolve`: this process's AZ name or ID when `--zone` is not given |\n\
-             | `LOCALITY_FALLBACK` | `locality resolve`: the endpoint (the reader endpoint) to print when the map cannot be read, when `--fallback` is not given |\n\
+             | `LOCALITY_ZONE` | `locality resolve`: this process's AZ name or ID when `--zone` is not given; anything else is a usage error (exit 2), empty is unset |\n\
+             | `LOCALITY_FALLBACK` | `locality resolve`: the endpoint (the reader endpoint, `host:port`) to print when the map cannot be read, when `--fallback` is not given; anything but `host:port` is a usage error (exit 2) |\n\
              | `ECS_CONTAINER_METADATA_URI_V4`, `AWS_LAMBDA_METADATA_API`, `AWS_LAMBDA_METADATA_TOKEN`, `AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_EC2_METADATA_DISABLED` | `locality resolve`: where it detects its AZ (ECS, Lambda, EC2 IMDS) |\n\
              | `XDG_RUNTIME_DIR`, `TMPDIR` | `locality resolve`: its cache directory without `--cache-dir` |\n\
              | `LOCALITY_TLS_CA_FILE` | `locality resolve --check --tls`: a PEM file of CAs to trust besides the system's |\n\
