@@ -304,7 +304,12 @@ fn generate() -> (Vec<Line>, Truth) {
 
 /// The records as `capture` records them, and the truth of what they hold.
 fn generate_captured(capture: Capture) -> (Vec<Line>, Truth) {
-    let mut rng = Lcg(42);
+    generate_at(capture, T0)
+}
+
+/// [`generate_captured`] on the 6 hours from `t0` (each day its own pseudo-random bytes).
+fn generate_at(capture: Capture, t0: u64) -> (Vec<Line>, Truth) {
+    let mut rng = Lcg(42 + (t0 - T0) / 86_400);
     let mut lines = Vec::new();
     let mut truth = Truth {
         window: (u64::MAX, 0),
@@ -312,7 +317,7 @@ fn generate_captured(capture: Capture) -> (Vec<Line>, Truth) {
     };
     let flow =
         |lines: &mut Vec<Line>, truth: &mut Truth, client: &str, node: &str, request: u64, answer: u64, start: u64| {
-            let minute = (start - T0) / 60;
+            let minute = (start - t0) / 60;
             let (at_node, at_client) = (capture.at_node(client, node, minute), capture.at_client(client, minute));
             if at_node {
                 // At the node: the request arrives (ingress), the answer leaves (egress).
@@ -336,7 +341,7 @@ fn generate_captured(capture: Capture) -> (Vec<Line>, Truth) {
             }
         };
     for minute in 0..360u64 {
-        let start = T0 + minute * 60;
+        let start = t0 + minute * 60;
         for (z, replica) in REPLICAS.iter().enumerate() {
             for host in 100..104 {
                 let client = format!("10.0.{}.{host}", z + 1);
@@ -1599,5 +1604,89 @@ fn hostile_listings_names_and_tables_are_bounded_and_escaped() {
             );
             assert!(out.stdout.is_empty());
         }
+    }
+}
+
+/// `--since` and `--until` pick UTC days: a folder of three days (2026-12-01 to 03, each the
+/// VPC-wide set), `--since 2026-12-02 --until 2026-12-02` gives that day's truth to the byte,
+/// every record of the other two days left out as `outside_window`; a day that is not a date,
+/// or days backwards, is a usage error.
+#[test]
+fn since_and_until_count_only_the_days_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let folder = dir.path().join("three-days");
+    let mut truths = Vec::new();
+    for day in 0..3u64 {
+        let (lines, truth) = generate_at(Capture::VpcWide, T0 + day * 86_400);
+        let texts: Vec<String> = lines.iter().map(|l| l.default.clone()).collect();
+        let path = folder.join(format!("2026/12/0{}", day + 1));
+        std::fs::create_dir_all(&path).unwrap();
+        for (n, part) in split(&texts, 2, Some(DEFAULT_HEADER)).iter().enumerate() {
+            std::fs::write(path.join(format!("part{n}.log.gz")), gzip(part)).unwrap();
+        }
+        truths.push(truth);
+    }
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let logs = folder.display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--map",
+            &map,
+            "--subnets",
+            &subnets,
+            "--flow-logs",
+            &logs,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        audit(&args, &[])
+    };
+    let out = run(&["--since", "2026-12-02", "--until", "2026-12-02"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // NODATA and REJECT records keep their own reasons whatever their time; every other record
+    // of the other days is outside the window.
+    let others = truths[0].records + truths[2].records;
+    let (no_data, rejected) = (
+        truths[0].no_data + truths[2].no_data,
+        truths[0].rejected + truths[2].rejected,
+    );
+    assert_eq!(
+        json["skipped"]["outside_window"],
+        others - no_data - rejected,
+        "{}",
+        json["skipped"]
+    );
+    // The day's own figures: its truth, once the other days' records are set aside.
+    json["records"] = (json["records"].as_u64().unwrap() - others).into();
+    json["skipped"]["outside_window"] = 0.into();
+    json["skipped"]["no_data"] = (json["skipped"]["no_data"].as_u64().unwrap() - no_data).into();
+    json["skipped"]["rejected"] = (json["skipped"]["rejected"].as_u64().unwrap() - rejected).into();
+    assert_figures(&json, &truths[1], "--since 2026-12-02 --until 2026-12-02");
+    // Without the flags, every record counts (three days).
+    let all: serde_json::Value = serde_json::from_slice(&run(&[]).stdout).unwrap();
+    assert_eq!(all["skipped"]["outside_window"], 0);
+    assert_eq!(all["records"], truths.iter().map(|t| t.records).sum::<u64>());
+    eprintln!(
+        "three days: {} records; --since/--until 2026-12-02: {} counted, {} outside the window",
+        all["records"],
+        json["counted_records"],
+        others - no_data - rejected
+    );
+    for (bad, said) in [
+        (&["--since", "2026-12-32"][..], "--since \"2026-12-32\" is not a day"),
+        (
+            &["--since", "2026-12-03", "--until", "2026-12-01"][..],
+            "is after --until",
+        ),
+        (&["--until", "yesterday"][..], "--until \"yesterday\" is not a day"),
+    ] {
+        let out = run(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(text(&out.stderr).contains(said), "{bad:?}: {}", text(&out.stderr));
     }
 }

@@ -16,6 +16,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 pub mod athena;
+pub mod days;
 pub mod flow_log;
 pub mod read;
 pub mod report;
@@ -70,6 +71,14 @@ pub struct AuditArgs {
     /// table has it.
     #[arg(long, value_name = "FIELDS")]
     fields: Option<String>,
+    /// The first UTC day to count (YYYY-MM-DD, inclusive): flow records that start before it
+    /// are left out (`outside_window`; NODATA and REJECT records keep their own reasons).
+    /// Without --since and --until, every record read counts.
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// The last UTC day to count (YYYY-MM-DD, inclusive).
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
     /// Output.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     format: OutputFormat,
@@ -149,6 +158,8 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         )));
     }
     athena::check_table(&args.table).map_err(Failure::Usage)?;
+    let days = days::Days::from_flags(args.since.as_deref(), args.until.as_deref(), tally::now(), false)
+        .map_err(Failure::Usage)?;
     let fields = match &args.fields {
         Some(fields) => Layout::from_header(fields).map_err(|e| Failure::Usage(format!("--fields: {e}")))?,
         None => Layout::default_format(),
@@ -289,6 +300,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         s3: s3.as_ref().map(|c| (c, runtime.handle().clone())),
         threads,
         progress: &progress,
+        days: days.map(|d| d.seconds()),
     };
     let tally = read::read_all(&inputs, &reading).map_err(Failure::Error);
     if let Some(bar) = &bar {

@@ -217,6 +217,8 @@ pub struct Reading<'a> {
     pub threads: usize,
     /// Told of every compressed byte read (the progress bar).
     pub progress: &'a (dyn Fn(u64) + Sync),
+    /// The seconds of the days asked for (`--since`, `--until`), `[from, to)`.
+    pub days: Option<(u64, u64)>,
 }
 
 /// The longest line kept (64 KiB; a record is a few hundred bytes, a header line a few
@@ -274,7 +276,7 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
     std::thread::scope(|scope| {
         for _ in 0..reading.threads.clamp(1, inputs.len().max(1)) {
             scope.spawn(|| {
-                let mut tally = Tally::now();
+                let mut tally = Tally::now().within(reading.days);
                 loop {
                     let at = next.fetch_add(1, Ordering::SeqCst);
                     if at >= inputs.len() || failed.load(Ordering::SeqCst) {
@@ -290,7 +292,7 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
             });
         }
     });
-    let mut total = Tally::now();
+    let mut total = Tally::now().within(reading.days);
     for result in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
         total.merge(result?);
     }

@@ -139,11 +139,13 @@ pub struct LeftOut {
     pub between_nodes: u64,
     /// Records with no node at either end (other services).
     pub no_node: u64,
+    /// Records that started outside the days asked for (`--since`, `--until`).
+    pub outside_window: u64,
 }
 
 impl LeftOut {
     /// Every reason, with its name in the JSON and the textfile, and how a person says it.
-    pub fn reasons(&self) -> [(&'static str, u64, &'static str); 7] {
+    pub fn reasons(&self) -> [(&'static str, u64, &'static str); 8] {
         [
             ("unparsed_lines", self.unparsed_lines, "lines that did not parse"),
             ("no_data", self.no_data, "NODATA or SKIPDATA"),
@@ -156,6 +158,7 @@ impl LeftOut {
             ),
             ("between_nodes", self.between_nodes, "between two nodes (replication)"),
             ("no_node", self.no_node, "no node of the map at either end"),
+            ("outside_window", self.outside_window, "outside the days asked for"),
         ]
     }
 
@@ -184,6 +187,7 @@ impl LeftOut {
         self.other_end = self.other_end.saturating_add(other.other_end);
         self.between_nodes = self.between_nodes.saturating_add(other.between_nodes);
         self.no_node = self.no_node.saturating_add(other.no_node);
+        self.outside_window = self.outside_window.saturating_add(other.outside_window);
     }
 }
 
@@ -205,6 +209,9 @@ pub struct Tally {
     pub window: Option<(u64, u64)>,
     /// Records later than this end are impossible (epoch seconds; now plus a day).
     latest_end: u64,
+    /// The seconds of the days asked for, `[from, to)`: a record starting outside them is left
+    /// out (`outside_window`).
+    days: Option<(u64, u64)>,
 }
 
 /// The bytes one client exchanged with one node, counted once.
@@ -246,6 +253,12 @@ impl Tally {
         Tally::new(now())
     }
 
+    /// The same, counting only records that start in `[from, to)` (epoch seconds).
+    pub fn within(mut self, days: Option<(u64, u64)>) -> Tally {
+        self.days = days;
+        self
+    }
+
     /// Whether a record's bytes and window are possible.
     fn possible(&self, flow: &Flow<'_>) -> bool {
         let seconds = match (flow.start, flow.end) {
@@ -276,6 +289,12 @@ impl Tally {
         if !self.possible(flow) {
             self.left_out.impossible = self.left_out.impossible.saturating_add(1);
             return;
+        }
+        if let (Some((from, to)), Some(start)) = (self.days, flow.start.or(flow.end)) {
+            if !(from..to).contains(&start) {
+                self.left_out.outside_window = self.left_out.outside_window.saturating_add(1);
+                return;
+            }
         }
         if let (Some(start), Some(end)) = (flow.start, flow.end) {
             self.window = Some(match self.window {
