@@ -109,7 +109,7 @@ mod tests {
     use super::*;
 
     /// 2026-12-06 12:00 UTC.
-    const NOW: u64 = 1_796_558_400 + 12 * 3_600;
+    const NOW: u64 = 1_796_515_200 + 12 * 3_600;
 
     #[test]
     fn days_are_inclusive_utc_dates_and_nonsense_is_refused() {
