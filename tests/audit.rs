@@ -1690,3 +1690,175 @@ fn since_and_until_count_only_the_days_asked_for() {
         assert!(text(&out.stderr).contains(said), "{bad:?}: {}", text(&out.stderr));
     }
 }
+
+/// The stand-in Athena of `tests/fixtures/athena_standin.py` over the flow-log files under
+/// `logs`, on a loopback port; killed when dropped.
+struct StandIn {
+    child: std::process::Child,
+    endpoint: String,
+    calls: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl StandIn {
+    fn start(logs: &Path, faults: &[&str]) -> StandIn {
+        let dir = tempfile::tempdir().unwrap();
+        let port_file = dir.path().join("port");
+        let calls = dir.path().join("calls");
+        let python = common::venv_python("LOCALITY_DUCKDB_PYTHON", "audit-venv", "duckdb");
+        let child = Command::new(python)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/athena_standin.py"))
+            .arg("--logs")
+            .arg(logs)
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--calls")
+            .arg(&calls)
+            .args(faults)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut standin = StandIn {
+            child,
+            endpoint: String::new(),
+            calls,
+            _dir: dir,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !port_file.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the stand-in Athena did not start"
+            );
+            if let Ok(Some(status)) = standin.child.try_wait() {
+                panic!("the stand-in Athena ended: {status}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        standin.endpoint = format!("http://127.0.0.1:{}", std::fs::read_to_string(&port_file).unwrap());
+        standin
+    }
+
+    /// The calls it was sent, one a line (a start with the bytes it scanned).
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.calls)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The environment that points `locality audit --athena` at it.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL_ATHENA", self.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "ap-northeast-1".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+        ]
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The file audit's JSON without what Athena cannot know (lines that did not parse; the
+/// interface that recorded an unknown-zone client) or that only Athena has (its query).
+fn comparable(json: &serde_json::Value) -> serde_json::Value {
+    let mut json = json.clone();
+    json["skipped"]["unparsed_lines"] = serde_json::Value::Null;
+    json["unparsed_lines_unknown_because"] = serde_json::Value::Null;
+    json["athena"] = serde_json::Value::Null;
+    if let Some(clients) = json["unknown_zone_clients"].as_array_mut() {
+        for client in clients {
+            client["interface"] = serde_json::Value::Null;
+        }
+    }
+    json
+}
+
+/// `locality audit --athena` against the stand-in Athena (DuckDB really running the query) gives
+/// the report that reading the same records from files gives, for every layout and format of
+/// `every_layout_gives_the_truth_from_the_cli_and_from_the_sql`: every figure equal, the share
+/// and the estimate to the last bit; lines that did not parse said as not known (JSON `null`
+/// with the reason), and the query's id, bytes scanned and price.
+#[test]
+fn athena_gives_the_file_audits_report_for_every_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    for capture in Capture::ALL {
+        let (lines, truth) = generate_captured(capture);
+        for format in Format::ALL {
+            let what = format!("{capture:?}, {format:?} format");
+            let logs = dir.path().join(what.replace([' ', ',', ':'], "-"));
+            let day = logs.join("AWSLogs/123456789012/vpcflowlogs/ap-northeast-1/2026/12/01");
+            std::fs::create_dir_all(&day).unwrap();
+            let texts: Vec<String> = lines.iter().map(|l| format.of(l).to_string()).collect();
+            for (n, part) in split(&texts, 2, Some(format.header())).iter().enumerate() {
+                std::fs::write(day.join(format!("part{n}.log.gz")), gzip(part)).unwrap();
+            }
+            let common = [
+                "--map",
+                &map,
+                "--subnets",
+                &subnets,
+                "--since",
+                "2026-12-01",
+                "--until",
+                "2026-12-01",
+                "--format",
+                "json",
+            ];
+            let logs_arg = logs.display().to_string();
+            let mut files_args = common.to_vec();
+            files_args.extend(["--flow-logs", &logs_arg]);
+            let files = audit(&files_args, &[]);
+            assert!(files.status.success(), "{what}: {}", text(&files.stderr));
+            let files: serde_json::Value = serde_json::from_slice(&files.stdout).unwrap();
+            assert_figures(&files, &truth, &what);
+
+            let standin = StandIn::start(&logs, &[]);
+            let env = standin.env();
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let mut athena_args = common.to_vec();
+            athena_args.extend(["--athena", "--fields", format.header()]);
+            let out = audit(&athena_args, &env);
+            assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+            let athena: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(athena["skipped"]["unparsed_lines"], serde_json::Value::Null, "{what}");
+            assert!(athena["unparsed_lines_unknown_because"]
+                .as_str()
+                .unwrap()
+                .contains("NULL"));
+            let query = athena["athena"].clone();
+            assert!(
+                query["query_execution_id"].as_str().is_some_and(|id| !id.is_empty()),
+                "{query}"
+            );
+            assert!(query["data_scanned_bytes"].as_u64().unwrap() > 0, "{query}");
+            assert_eq!(
+                query["cost_usd"].as_f64(),
+                Some(10e6 / 1e12 * 5.0),
+                "10 MB at least: {query}"
+            );
+            assert_eq!(comparable(&athena), comparable(&files), "{what}: Athena and the files");
+            eprintln!(
+                "{what}: files and Athena both share {} ({} B across), {} records counted, {} other end; Athena scanned {} B ({} calls)",
+                files["in_zone_share"],
+                files["cross_zone_bytes"],
+                files["counted_records"],
+                files["skipped"]["other_end"],
+                query["data_scanned_bytes"],
+                standin.calls().len()
+            );
+        }
+    }
+}

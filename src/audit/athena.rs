@@ -14,6 +14,7 @@ use std::net::IpAddr;
 
 use locality_resolve::document::NodeRole;
 
+use super::days::Days;
 use super::tally::{EARLIEST_START, LINK_BYTES_PER_SECOND, LONGEST_WINDOW_SECONDS};
 use super::topology::{Node, Subnets};
 
@@ -93,34 +94,10 @@ fn ipv4_number(column: &str) -> String {
         .join(" + ")
 }
 
-/// The columns of the flow-log table that the query reads besides the default format's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Columns {
-    /// The table has `interface_id`.
-    pub interface_id: bool,
-    /// The table has `flow_direction`.
-    pub flow_direction: bool,
-}
-
-/// The query. `latest_end` is the latest end a record may have (epoch seconds: when the query
-/// is printed, plus a day), as [`super::tally`] bounds records.
-pub fn query(
-    table: &str,
-    columns: Columns,
-    nodes: &[Node],
-    subnets: &Subnets,
-    price_per_gb: f64,
-    latest_end: u64,
-) -> String {
+/// `WITH nodes (...) AS (VALUES ...), subnets (...) AS (VALUES ...` (the subnets' parenthesis
+/// left open).
+fn values(nodes: &[Node], subnets: &Subnets) -> String {
     let mut sql = String::new();
-    let _ = writeln!(
-        sql,
-        "-- Where reads to the cache went, from VPC Flow Logs: `locality audit --print-sql athena`.\n\
-         -- One row per figure: kind 'summary' (in-zone share, cross-zone replica bytes, monthly estimate,\n\
-         -- window), 'primary' (cross-zone bytes with the primary: writes), 'unknown' (bytes with clients in\n\
-         -- no known subnet), 'node' (per node) and 'client' (the 20 clients with the most cross-zone bytes, each\n\
-         -- with its monthly estimate)."
-    );
     sql.push_str("WITH nodes (address, endpoint, role, node_zone, node_zone_id) AS (\n  VALUES\n");
     let rows: Vec<String> = nodes
         .iter()
@@ -160,31 +137,14 @@ pub fn query(
         rows.push("    (BIGINT '-1', BIGINT '-2', 'none', CAST(NULL AS VARCHAR))".to_string());
     }
     sql.push_str(&rows.join(",\n"));
-    let client_number = ipv4_number("c.client");
-    let interface_id = if columns.interface_id {
-        "interface_id"
-    } else {
-        "CAST(NULL AS VARCHAR)"
-    };
-    let flow_direction = if columns.flow_direction {
-        "flow_direction"
-    } else {
-        "CAST(NULL AS VARCHAR)"
-    };
-    let _ = write!(
-        sql,
-        r#"
-),
-records AS (
-  SELECT srcaddr, dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction
-  FROM {table}
-  WHERE log_status = 'OK' AND action = 'ACCEPT'
-    -- Possible records only: a window of at most {LONGEST_WINDOW_SECONDS} s, from 2015-06-01 to a day after the query
-    -- was printed, and bytes a link can carry in it ({LINK_BYTES_PER_SECOND} bytes a second).
-    AND start >= {EARLIEST_START} AND "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS}
-    AND "end" <= {latest_end} AND bytes <= {LINK_BYTES_PER_SECOND} * ("end" - start + 1)
-),
--- One row per record of a client with a node; its window half-open, [start, stop), at least a
+    sql
+}
+
+/// The CTEs that count each flow once (see [`super::tally`]), from a `records` CTE of possible
+/// ACCEPTed records (`srcaddr`, `dstaddr`, `bytes`, `start`, `"end"`, `interface_id`,
+/// `flow_direction`) and `nodes`: `flows` (a client with a node) through `counted` (address,
+/// client, bytes, records). Each ends with `,` and a newline.
+const COUNTING: &str = r#"-- One row per record of a client with a node; its window half-open, [start, stop), at least a
 -- second long; the end that captured it when flow_direction says.
 flows AS (
   SELECT n.address, r.srcaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start + 1) AS stop,
@@ -253,25 +213,81 @@ node_islands AS (
 ),
 -- The client's end counts where no island of its pair overlaps it.
 client_windows AS (
-  SELECT address, client, start, stop, sum(bytes) AS bytes
+  SELECT address, client, start, stop, sum(bytes) AS bytes, count(*) AS records
   FROM ends WHERE captured_at = 'client' GROUP BY address, client, start, stop
 ),
 client_counted AS (
-  SELECT w.address, w.client, w.start, w.stop, max(w.bytes) AS bytes
+  SELECT w.address, w.client, w.start, w.stop, max(w.bytes) AS bytes, max(w.records) AS records
   FROM client_windows w
   LEFT JOIN node_islands i ON i.address = w.address AND i.client = w.client AND i.start < w.stop AND w.start < i.stop
   GROUP BY w.address, w.client, w.start, w.stop
   HAVING count(i.start) = 0
 ),
 counted AS (
-  SELECT address, client, sum(bytes) AS bytes FROM (
-    SELECT address, client, bytes FROM ends WHERE captured_at = 'node'
+  SELECT address, client, sum(bytes) AS bytes, sum(records) AS records FROM (
+    SELECT address, client, bytes, 1 AS records FROM ends WHERE captured_at = 'node'
     UNION ALL
-    SELECT address, client, bytes FROM client_counted
+    SELECT address, client, bytes, records FROM client_counted
   ) both_ends
   GROUP BY address, client
 ),
-client_zone AS (
+"#;
+
+/// The columns of the flow-log table that the query reads besides the default format's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Columns {
+    /// The table has `interface_id`.
+    pub interface_id: bool,
+    /// The table has `flow_direction`.
+    pub flow_direction: bool,
+}
+
+/// The query. `latest_end` is the latest end a record may have (epoch seconds: when the query
+/// is printed, plus a day), as [`super::tally`] bounds records.
+pub fn query(
+    table: &str,
+    columns: Columns,
+    nodes: &[Node],
+    subnets: &Subnets,
+    price_per_gb: f64,
+    latest_end: u64,
+) -> String {
+    let mut sql = String::new();
+    let _ = writeln!(
+        sql,
+        "-- Where reads to the cache went, from VPC Flow Logs: `locality audit --print-sql athena`.\n\
+         -- One row per figure: kind 'summary' (in-zone share, cross-zone replica bytes, monthly estimate,\n\
+         -- window), 'primary' (cross-zone bytes with the primary: writes), 'unknown' (bytes with clients in\n\
+         -- no known subnet), 'node' (per node) and 'client' (the 20 clients with the most cross-zone bytes, each\n\
+         -- with its monthly estimate)."
+    );
+    sql.push_str(&values(nodes, subnets));
+    let client_number = ipv4_number("c.client");
+    let interface_id = if columns.interface_id {
+        "interface_id"
+    } else {
+        "CAST(NULL AS VARCHAR)"
+    };
+    let flow_direction = if columns.flow_direction {
+        "flow_direction"
+    } else {
+        "CAST(NULL AS VARCHAR)"
+    };
+    let counting = COUNTING;
+    let _ = write!(
+        sql,
+        r#"
+),
+records AS (
+  SELECT srcaddr, dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction
+  FROM {table}
+  WHERE log_status = 'OK' AND action = 'ACCEPT'
+    -- Possible records only: a window of at most {LONGEST_WINDOW_SECONDS} s, from 2015-06-01 to a day after the query
+    -- was printed, and bytes a link can carry in it ({LINK_BYTES_PER_SECOND} bytes a second).
+    AND start >= {EARLIEST_START} AND "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS}
+    AND "end" <= {latest_end} AND bytes <= {LINK_BYTES_PER_SECOND} * ("end" - start + 1)
+),
+{counting}client_zone AS (
   SELECT client, zone, zone_id FROM (
     SELECT c.client, s.zone, s.zone_id,
            row_number() OVER (PARTITION BY c.client ORDER BY s.last_address - s.first_address) AS rank
@@ -336,6 +352,153 @@ SELECT 'client', c.client, 'replica', c.client_zone, NULL, c.bytes, NULL,
        NULL, NULL
 FROM clients c CROSS JOIN window_bounds w WHERE c.rank <= 20
 "#
+    );
+    sql
+}
+
+/// How the flow-log table is partitioned (`--table-layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableLayout {
+    /// The text table AWS documents, with partition projection: `PARTITIONED BY (accid,
+    /// region, day)`, `day` as `yyyy/MM/dd`.
+    Projected,
+    /// Hive-compatible Parquet: `aws-service`, `year`, `month`, `day` (and `hour`) partitions.
+    Hive,
+}
+
+/// The predicate on the partition columns that reads only `days` (never absent: a query without
+/// one would scan the table's whole history).
+pub fn partition_predicate(layout: TableLayout, days: &Days) -> String {
+    let partitions = days.partitions();
+    match layout {
+        TableLayout::Projected => format!(
+            "day BETWEEN {} AND {}",
+            text(partitions.first().map_or("", String::as_str)),
+            text(partitions.last().map_or("", String::as_str))
+        ),
+        TableLayout::Hive => {
+            let each: Vec<String> = partitions
+                .iter()
+                .map(|p| {
+                    let mut parts = p.split('/');
+                    let (y, m, d) = (
+                        parts.next().unwrap_or(""),
+                        parts.next().unwrap_or(""),
+                        parts.next().unwrap_or(""),
+                    );
+                    format!("(year = {} AND month = {} AND day = {})", text(y), text(m), text(d))
+                })
+                .collect();
+            format!("\"aws-service\" = 'vpcflowlogs' AND ({})", each.join(" OR "))
+        }
+    }
+}
+
+/// The columns of [`pairs_query`]'s rows, in order.
+pub const PAIRS_COLUMNS: [&str; 5] = ["kind", "name", "detail", "bytes", "records"];
+
+/// The query `locality audit --athena` runs: it reads the days asked for once and returns what
+/// the file audit's tally holds, from which the CLI computes every figure with the same code:
+/// - `pair`: `name` a node's address, `detail` a client's, its counted `bytes` and `records`;
+/// - `left_out`: `name` the reason (`no_data`, `rejected`, `impossible`, `outside_window`,
+///   `no_node`, `between_nodes`, `other_end`, `unparsed`: a field Athena could tell was
+///   malformed), `records`;
+/// - `between_nodes`: their `bytes`; `window`: `bytes` the earliest start, `records` the latest
+///   end; `records`: every record read.
+///
+/// Records are taken in the file audit's order: NODATA/SKIPDATA and `-` fields, REJECT,
+/// impossible windows or bytes, outside the days, then by node.
+pub fn pairs_query(
+    table: &str,
+    columns: Columns,
+    layout: TableLayout,
+    days: &Days,
+    nodes: &[Node],
+    latest_end: u64,
+) -> String {
+    let mut sql = String::from(
+        "-- locality audit --athena: each client's counted bytes with each node, and every record read counted or\n\
+         -- left out by reason, for the days asked for.\n",
+    );
+    sql.push_str(&values(
+        nodes,
+        &Subnets::from_json(r#"{"Subnets":[]}"#).unwrap_or_default(),
+    ));
+    let interface_id = if columns.interface_id {
+        "interface_id"
+    } else {
+        "CAST(NULL AS VARCHAR)"
+    };
+    let flow_direction = if columns.flow_direction {
+        "flow_direction"
+    } else {
+        "CAST(NULL AS VARCHAR)"
+    };
+    let predicate = partition_predicate(layout, days);
+    let (from, to) = days.seconds();
+    let counting = COUNTING;
+    let most_bytes = LINK_BYTES_PER_SECOND * LONGEST_WINDOW_SECONDS;
+    let _ = write!(
+        sql,
+        r#"
+),
+read AS (
+  SELECT srcaddr, dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction,
+         action, log_status
+  FROM {table}
+  WHERE {predicate}
+),
+classified AS (
+  SELECT *,
+    CASE
+      WHEN log_status IN ('NODATA', 'SKIPDATA') THEN 'no_data'
+      WHEN log_status IS NOT NULL AND log_status <> 'OK' THEN 'unparsed'
+      WHEN srcaddr IS NULL OR dstaddr IS NULL OR bytes IS NULL THEN 'no_data'
+      WHEN action = 'REJECT' THEN 'rejected'
+      WHEN action IS NOT NULL AND action <> 'ACCEPT' THEN 'unparsed'
+      WHEN flow_direction IS NOT NULL AND flow_direction NOT IN ('ingress', 'egress') THEN 'unparsed'
+      WHEN start IS NOT NULL AND "end" IS NOT NULL AND NOT (
+             "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS} AND start >= {EARLIEST_START}
+             AND "end" <= {latest_end} AND bytes <= {LINK_BYTES_PER_SECOND} * ("end" - start + 1)) THEN 'impossible'
+      WHEN (start IS NULL) <> ("end" IS NULL) AND NOT (
+             coalesce(start, "end") >= {EARLIEST_START} AND coalesce(start, "end") <= {latest_end}
+             AND bytes <= {most_bytes}) THEN 'impossible'
+      WHEN start IS NULL AND "end" IS NULL AND bytes > {most_bytes} THEN 'impossible'
+      WHEN coalesce(start, "end") IS NOT NULL
+           AND NOT (coalesce(start, "end") >= {from} AND coalesce(start, "end") < {to}) THEN 'outside_window'
+      WHEN srcaddr IN (SELECT address FROM nodes) AND dstaddr IN (SELECT address FROM nodes) THEN 'between_nodes'
+      WHEN srcaddr NOT IN (SELECT address FROM nodes) AND dstaddr NOT IN (SELECT address FROM nodes) THEN 'no_node'
+      ELSE 'flow'
+    END AS fate
+  FROM read
+),
+records AS (
+  SELECT srcaddr, dstaddr, bytes, coalesce(start, "end", 0) AS start,
+         coalesce("end", start, {far}) AS "end", interface_id, flow_direction
+  FROM classified WHERE fate = 'flow'
+),
+{counting}client_ends AS (
+  SELECT count(*) AS records FROM ends WHERE captured_at = 'client'
+),
+counted_client_ends AS (
+  SELECT coalesce(sum(records), 0) AS records FROM client_counted
+)
+SELECT 'pair' AS kind, address AS name, client AS detail, bytes, records FROM counted
+UNION ALL
+SELECT 'left_out', fate, NULL, NULL, count(*) FROM classified WHERE fate NOT IN ('flow', 'between_nodes') GROUP BY fate
+UNION ALL
+SELECT 'left_out', 'between_nodes', NULL, NULL, count(*) FROM classified WHERE fate = 'between_nodes'
+UNION ALL
+SELECT 'between_nodes', NULL, NULL, coalesce(sum(bytes), 0), NULL FROM classified WHERE fate = 'between_nodes'
+UNION ALL
+SELECT 'left_out', 'other_end', NULL, NULL, c.records - k.records FROM client_ends c CROSS JOIN counted_client_ends k
+UNION ALL
+SELECT 'window', NULL, NULL, min(start), max("end") FROM classified
+  WHERE fate IN ('flow', 'between_nodes', 'no_node') AND start IS NOT NULL AND "end" IS NOT NULL
+UNION ALL
+SELECT 'records', NULL, NULL, NULL, count(*) FROM classified
+"#,
+        far = u64::MAX / 2,
     );
     sql
 }

@@ -16,6 +16,8 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 pub mod athena;
+pub mod athena_client;
+pub mod athena_rows;
 pub mod days;
 pub mod flow_log;
 pub mod read;
@@ -59,7 +61,7 @@ pub struct AuditArgs {
     map: String,
     /// Flow logs: a file, a folder (recursively *.log and *.log.gz) or s3://BUCKET/PREFIX
     /// (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for an S3-compatible endpoint). Repeatable.
-    #[arg(long = "flow-logs", value_name = "LOCATION", required_unless_present = "print_sql")]
+    #[arg(long = "flow-logs", value_name = "LOCATION", required_unless_present_any = ["print_sql", "athena"])]
     flow_logs: Vec<String>,
     /// The subnets, as `aws ec2 describe-subnets` prints them (default: ec2:DescribeSubnets in
     /// the region). A client in no known subnet counts as zone `unknown`, never as in-zone.
@@ -92,9 +94,36 @@ pub struct AuditArgs {
     /// Athena integration creates (`vpc_flow_logs`), with the nodes and subnets inlined.
     #[arg(long = "print-sql", value_enum, value_name = "ENGINE")]
     print_sql: Option<SqlEngine>,
-    /// The table `--print-sql` queries.
+    /// The table `--print-sql` and `--athena` query: NAME or DATABASE.NAME.
     #[arg(long, value_name = "NAME", default_value = "vpc_flow_logs")]
     table: String,
+    /// Run the audit in Athena, over --table, reading only the days asked for (--since and
+    /// --until; default: yesterday and today, UTC), and print the same report. Endpoint and
+    /// credentials: the AWS SDK's usual configuration (AWS_ENDPOINT_URL_ATHENA, profiles).
+    #[arg(long, conflicts_with_all = ["print_sql", "flow_logs"])]
+    athena: bool,
+    /// The database of --table (default: the table's database part, else `default`).
+    #[arg(long = "athena-database", value_name = "NAME")]
+    athena_database: Option<String>,
+    /// The Athena workgroup.
+    #[arg(long = "athena-workgroup", value_name = "NAME", default_value = "primary")]
+    athena_workgroup: String,
+    /// Where Athena writes the results (s3://...; default: the workgroup's result location).
+    #[arg(long = "athena-output", value_name = "S3_URI")]
+    athena_output: Option<String>,
+    /// How long the query may take, results read included; past it the query is stopped.
+    #[arg(long = "athena-timeout", value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+    athena_timeout: Duration,
+    /// Let Athena answer from a previous identical query's results up to this old (minutes).
+    #[arg(long = "athena-reuse", value_name = "MINUTES", value_parser = clap::value_parser!(u32).range(1..=10080))]
+    athena_reuse: Option<u32>,
+    /// USD per TB scanned, for the report's price of the query.
+    #[arg(long = "athena-price-per-tb", value_name = "USD", default_value_t = 5.0)]
+    athena_price_per_tb: f64,
+    /// How the table is partitioned: `projected` (the text table AWS documents, `day` as
+    /// yyyy/MM/dd) or `hive` (Parquet: aws-service, year, month, day, hour).
+    #[arg(long = "table-layout", value_enum, default_value_t = athena::TableLayout::Projected)]
+    table_layout: athena::TableLayout,
     /// The most S3 keys one --flow-logs prefix may list (a day of a large VPC's flow logs is a
     /// few hundred thousand); a listing past it, or one that repeats a continuation token, ends
     /// with an error naming the bucket and prefix.
@@ -103,6 +132,14 @@ pub struct AuditArgs {
     /// How many files or objects are read at once (default: the number of cores).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+}
+
+/// A duration such as `30m`, `90s` or `1h`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(7 * 86_400))
+        .ok_or_else(|| format!("{text:?} is not a duration of up to 7 days: e.g. 30m, 90s or 2h"))
 }
 
 /// `--format`.
@@ -135,12 +172,18 @@ pub fn run(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             let _ = writeln!(err, "locality audit: {message}");
             1
         }
+        Err(Failure::Interrupted(message)) => {
+            let _ = writeln!(err, "locality audit: {message}");
+            130
+        }
     }
 }
 
 enum Failure {
     Usage(String),
     Error(String),
+    /// Ctrl-C or SIGTERM (exit 130).
+    Interrupted(String),
 }
 
 fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Failure> {
@@ -158,8 +201,14 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         )));
     }
     athena::check_table(&args.table).map_err(Failure::Usage)?;
-    let days = days::Days::from_flags(args.since.as_deref(), args.until.as_deref(), tally::now(), false)
+    let days = days::Days::from_flags(args.since.as_deref(), args.until.as_deref(), tally::now(), args.athena)
         .map_err(Failure::Usage)?;
+    if !(args.athena_price_per_tb.is_finite() && args.athena_price_per_tb >= 0.0) {
+        return Err(Failure::Usage(format!(
+            "--athena-price-per-tb {} is not a price: give USD per TB scanned, e.g. 5",
+            args.athena_price_per_tb
+        )));
+    }
     let fields = match &args.fields {
         Some(fields) => Layout::from_header(fields).map_err(|e| Failure::Usage(format!("--fields: {e}")))?,
         None => Layout::default_format(),
@@ -184,9 +233,11 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         .enable_all()
         .build()
         .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
-    let needs_aws = args.subnets.is_none() || locations.iter().any(|l| matches!(l, Location::S3 { .. }));
+    let needs_aws = args.athena || args.subnets.is_none() || locations.iter().any(|l| matches!(l, Location::S3 { .. }));
     let config = if needs_aws {
-        let why = if args.subnets.is_none() {
+        let why = if args.athena {
+            "Athena"
+        } else if args.subnets.is_none() {
             "the subnets (ec2:DescribeSubnets; or give --subnets FILE)"
         } else {
             "the S3 flow logs"
@@ -237,6 +288,15 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
             )
         );
         return Ok(0);
+    }
+
+    if args.athena {
+        let (Some(config), Some(days)) = (&config, &days) else {
+            return Err(Failure::Error("no AWS configuration for Athena".into()));
+        };
+        let figures = runtime.block_on(athena_figures(args, config, days, &nodes, &subnets, &fields, err))?;
+        drop(runtime);
+        return Ok(render(args, &figures, out, err));
     }
 
     let s3 = config.as_ref().map(|c| {
@@ -315,13 +375,17 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
             figures.left_out.unparsed_lines
         );
     }
+    Ok(render(args, &figures, out, err))
+}
+
+/// Prints `figures` as `--format` asks; the exit status (`--min-share`, an undefined share).
+fn render(args: &AuditArgs, figures: &Figures, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let rendered = match args.format {
         OutputFormat::Table => figures.to_table(),
         OutputFormat::Json => format!("{}\n", figures.to_json()),
         OutputFormat::Prometheus => figures.to_prometheus(),
     };
     let _ = out.write_all(rendered.as_bytes());
-    drop(runtime);
     match (args.min_share, figures.in_zone_share) {
         (Some(min), Some(share)) if share < min => {
             let _ = writeln!(
@@ -329,7 +393,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
                 "locality audit: the in-zone share {:.4} is below --min-share {min}",
                 share
             );
-            Ok(BELOW_MIN_SHARE)
+            BELOW_MIN_SHARE
         }
         (Some(min), None) => {
             let _ = writeln!(
@@ -337,7 +401,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
                 "locality audit: the share is undefined ({}), so --min-share {min} is not met",
                 figures.why_no_share().unwrap_or_default()
             );
-            Ok(BELOW_MIN_SHARE)
+            BELOW_MIN_SHARE
         }
         (None, None) => {
             let _ = writeln!(
@@ -345,10 +409,69 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
                 "locality audit: the share is undefined: {}",
                 figures.why_no_share().unwrap_or_default()
             );
-            Ok(NO_SHARE)
+            NO_SHARE
         }
-        _ => Ok(0),
+        _ => 0,
     }
+}
+
+/// The audit run in Athena: the query of [`athena::pairs_query`] over the days asked for, its
+/// rows read into counts, and the figures the file audit computes from the same counts.
+async fn athena_figures(
+    args: &AuditArgs,
+    config: &aws_config::SdkConfig,
+    days: &days::Days,
+    nodes: &[topology::Node],
+    subnets: &Subnets,
+    fields: &Layout,
+    err: &mut dyn Write,
+) -> Result<Figures, Failure> {
+    let database = match (&args.athena_database, args.table.split_once('.')) {
+        (Some(database), _) => database.clone(),
+        (None, Some((database, _))) => database.trim_matches('"').to_string(),
+        (None, None) => "default".to_string(),
+    };
+    let sql = athena::pairs_query(
+        &args.table,
+        athena::Columns {
+            interface_id: fields.interface_id.is_some(),
+            flow_direction: fields.flow_direction.is_some(),
+        },
+        args.table_layout,
+        days,
+        nodes,
+        tally::latest_end(tally::now()),
+    );
+    let client = aws_sdk_athena::Client::new(config);
+    let options = athena_client::Options {
+        database,
+        workgroup: args.athena_workgroup.clone(),
+        output: args.athena_output.clone(),
+        timeout: args.athena_timeout,
+        reuse_minutes: args.athena_reuse,
+        price_per_tb: args.athena_price_per_tb,
+    };
+    let _ = writeln!(
+        err,
+        "locality audit: Athena: {} to {} ({} partition(s) of {}), workgroup {}",
+        days::day_text(days.first),
+        days::day_text(days.last),
+        days.last - days.first + 1,
+        args.table,
+        args.athena_workgroup
+    );
+    let (header, rows, cost) = athena_client::run(&client, &sql, &options)
+        .await
+        .map_err(|ended| match ended {
+            athena_client::Ended::Interrupted(why) => Failure::Interrupted(why),
+            athena_client::Ended::Failed(why) => Failure::Error(why),
+        })?;
+    let counts = athena_rows::counts(&header, &rows, nodes)
+        .map_err(|e| Failure::Error(format!("{e} (query {})", cost.query_execution_id)))?;
+    let mut figures = Figures::from_counts(&counts, nodes, subnets, args.price_per_gb);
+    figures.unparsed_lines_known = false;
+    figures.athena = Some(cost);
+    Ok(figures)
 }
 
 /// Whether S3 requests use path-style addressing: an endpoint that is an IP address or

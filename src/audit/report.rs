@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use locality_resolve::document::NodeRole;
 use serde_json::json;
 
-use super::tally::{Count, LeftOut, Tally};
+use super::tally::{Count, Counts, LeftOut, Tally};
 use super::topology::{same_zone, Node, Subnets};
 
 /// Seconds in the 30 days the monthly estimate scales to.
@@ -114,7 +114,16 @@ pub struct Figures {
     pub cross_zone_clients: Vec<ClientFigures>,
     /// The clients in no known subnet with the most bytes, most first (at most 20).
     pub unknown_zone_clients: Vec<UnknownClient>,
+    /// Whether lines that did not parse are known apart (Athena's SerDe reads an unparseable
+    /// field as NULL, so its records count under other reasons instead).
+    pub unparsed_lines_known: bool,
+    /// The Athena query that counted, and what it cost (`--athena`).
+    pub athena: Option<super::athena_client::QueryCost>,
 }
+
+/// Why `unparsed_lines` is not known from Athena.
+pub const UNPARSED_UNKNOWN: &str =
+    "Athena's SerDe reads an unparseable field as NULL: such a line counts as no_data or no_node, not apart";
 
 /// A client's bytes while the figures are summed.
 #[derive(Debug, Default)]
@@ -147,11 +156,17 @@ fn role_name(role: NodeRole) -> &'static str {
 impl Figures {
     /// The figures of a tally.
     pub fn compute(tally: &Tally, nodes: &[Node], subnets: &Subnets, price_per_gb: f64) -> Figures {
+        Figures::from_counts(&tally.counts(), nodes, subnets, price_per_gb)
+    }
+
+    /// The figures of counts, from whichever source (the file audit's tally or Athena's rows).
+    pub fn from_counts(counts: &Counts, nodes: &[Node], subnets: &Subnets, price_per_gb: f64) -> Figures {
         let Count {
             pairs: counted,
             records: counted_records,
-            other_end,
-        } = tally.counted();
+            ..
+        } = &counts.count;
+        let counted_records = *counted_records;
         let mut per_node: Vec<NodeFigures> = nodes
             .iter()
             .map(|n| NodeFigures {
@@ -169,8 +184,10 @@ impl Figures {
         let mut client_zones: BTreeMap<String, (u64, u64)> = BTreeMap::new();
         let mut clients: BTreeMap<IpAddr, ClientSum> = BTreeMap::new();
         let mut unknown_clients: BTreeMap<IpAddr, ClientSum> = BTreeMap::new();
-        for c in &counted {
-            let node = &nodes[c.node];
+        for c in counted {
+            let Some(node) = nodes.get(c.node) else {
+                continue;
+            };
             let figures = &mut per_node[c.node];
             add(&mut figures.bytes, c.bytes);
             let replica = node.role == NodeRole::Replica;
@@ -208,7 +225,7 @@ impl Figures {
                 }
             }
         }
-        let monthly = |bytes: u64| monthly_cost(bytes, tally.window, price_per_gb);
+        let monthly = |bytes: u64| monthly_cost(bytes, counts.window, price_per_gb);
         let node_list = |by_node: BTreeMap<usize, u64>| {
             let mut list: Vec<ClientNode> = by_node
                 .into_iter()
@@ -241,29 +258,27 @@ impl Figures {
             })
             .collect();
         let known = in_zone.saturating_add(cross);
-        let mut left_out = tally.left_out;
-        left_out.other_end = other_end;
+        let left_out = counts.left_out;
         Figures {
             in_zone_share: (known > 0).then(|| in_zone as f64 / known as f64),
             in_zone_bytes: in_zone,
             cross_zone_bytes: cross,
             primary_cross_zone_bytes: primary_cross,
             unknown_zone_bytes: unknown,
-            between_nodes_bytes: tally.between_nodes_bytes,
+            between_nodes_bytes: counts.between_nodes_bytes,
             estimated_monthly_cost_usd: monthly(cross),
             price_per_gb,
-            window: tally.window,
-            records: tally.records,
+            window: counts.window,
+            records: counts.records,
             counted_records,
             left_out,
-            first_skipped: tally
-                .first_skipped
-                .as_ref()
-                .map(|f| format!("{}, line {}: {}", f.location, f.line, f.problem)),
+            first_skipped: counts.first_skipped.clone(),
             nodes: per_node,
             client_zones,
             cross_zone_clients,
             unknown_zone_clients,
+            unparsed_lines_known: true,
+            athena: None,
         }
     }
 
@@ -304,7 +319,10 @@ impl Figures {
             .left_out
             .reasons()
             .iter()
-            .map(|(name, n, _)| (name.to_string(), json!(n)))
+            .map(|(name, n, _)| {
+                let known = self.unparsed_lines_known || *name != "unparsed_lines";
+                (name.to_string(), if known { json!(n) } else { serde_json::Value::Null })
+            })
             .collect();
         json!({
             "in_zone_share": self.in_zone_share,
@@ -320,7 +338,15 @@ impl Figures {
             "records": self.records,
             "counted_records": self.counted_records,
             "skipped": skipped,
+            "unparsed_lines_unknown_because": (!self.unparsed_lines_known).then_some(UNPARSED_UNKNOWN),
             "first_skipped": self.first_skipped,
+            "athena": self.athena.as_ref().map(|a| json!({
+                "query_execution_id": a.query_execution_id,
+                "data_scanned_bytes": a.data_scanned_bytes,
+                "cost_usd": a.cost_usd,
+                "engine_time_ms": a.engine_time_ms,
+                "reused": a.reused,
+            })),
             "nodes": self.nodes.iter().map(|n| json!({
                 "endpoint": n.endpoint,
                 "address": n.address.to_string(),
@@ -440,6 +466,7 @@ impl Figures {
             .left_out
             .reasons()
             .iter()
+            .filter(|(reason, _, _)| self.unparsed_lines_known || *reason != "unparsed_lines")
             .map(|(reason, n, _)| (format!("{{reason=\"{reason}\"}}"), *n as f64))
             .collect();
         gauge(
@@ -447,6 +474,18 @@ impl Figures {
             "Flow-log records (and lines) read and not counted, by reason.",
             &skipped,
         );
+        if let Some(a) = &self.athena {
+            gauge(
+                "locality_audit_athena_scanned_bytes",
+                "Bytes the audit's Athena query scanned.",
+                &[(String::new(), a.data_scanned_bytes as f64)],
+            );
+            gauge(
+                "locality_audit_athena_cost_usd",
+                "What the audit's Athena query cost, USD (the price per TB scanned, 10 MB at least).",
+                &[(String::new(), a.cost_usd)],
+            );
+        }
         out
     }
 
@@ -463,6 +502,21 @@ impl Figures {
             None => "no start or end in the records".to_string(),
         };
         let _ = writeln!(out, "Window           {window}");
+        if let Some(a) = &self.athena {
+            let _ = writeln!(
+                out,
+                "Athena           query {}: {} scanned, {:.4} USD, engine {} ms{}",
+                printable(&a.query_execution_id),
+                bytes(a.data_scanned_bytes),
+                a.cost_usd,
+                a.engine_time_ms,
+                if a.reused {
+                    ", served from a previous result"
+                } else {
+                    ""
+                }
+            );
+        }
         let _ = writeln!(
             out,
             "Records          {} read, {} counted, {} left out{}",
@@ -471,6 +525,7 @@ impl Figures {
             // (Lines that did not parse are not records: said apart.)
             self.left_out.total().saturating_sub(self.left_out.unparsed_lines),
             match self.left_out.unparsed_lines {
+                _ if !self.unparsed_lines_known => "; lines that did not parse: not known from Athena".to_string(),
                 0 => String::new(),
                 n => format!("; {n} line(s) did not parse"),
             }

@@ -228,6 +228,24 @@ pub struct Counted {
     pub interface: Option<String>,
 }
 
+/// What the figures are computed from, whichever source counted it: the file audit's tally
+/// ([`Tally::counts`]) or Athena's rows (`super::athena_rows`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts {
+    /// Each client's bytes with each node, counted once.
+    pub count: Count,
+    /// Records read (lines that parsed).
+    pub records: u64,
+    /// Records left out, by reason (`other_end` included).
+    pub left_out: LeftOut,
+    /// The first line that did not parse, said for people.
+    pub first_skipped: Option<String>,
+    /// Bytes between two nodes.
+    pub between_nodes_bytes: u64,
+    /// The earliest start and latest end of the flow records.
+    pub window: Option<(u64, u64)>,
+}
+
 /// What [`Tally::counted`] gives: the pairs, and the records left out as the other end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Count {
@@ -457,6 +475,24 @@ impl Tally {
             })
             .map(|(key, _)| *key)
             .collect()
+    }
+
+    /// What the figures are computed from.
+    pub fn counts(&self) -> Counts {
+        let count = self.counted();
+        let mut left_out = self.left_out;
+        left_out.other_end = count.other_end;
+        Counts {
+            count,
+            records: self.records,
+            left_out,
+            first_skipped: self
+                .first_skipped
+                .as_ref()
+                .map(|f| format!("{}, line {}: {}", f.location, f.line, f.problem)),
+            between_nodes_bytes: self.between_nodes_bytes,
+            window: self.window,
+        }
     }
 
     /// Each client's bytes with each node, counted once (see the module's note).

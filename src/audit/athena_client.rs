@@ -1,0 +1,317 @@
+//! `locality audit --athena`: the query's lifecycle in the user's Athena, through the official
+//! SDK (`aws-sdk-athena`, awsJson1_1). StartQueryExecution with a ClientRequestToken; polls of
+//! GetQueryExecution with backoff (the first within 200 ms, never more than 2 s apart); every
+//! GetQueryResults page (the first page's first row is the header); a throttled call retried
+//! within the deadline; StopQueryExecution on Ctrl-C, SIGTERM and at the deadline. What the
+//! query cost comes back with the rows.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_athena::types::{
+    QueryExecutionContext, QueryExecutionState, ResultConfiguration, ResultReuseByAgeConfiguration,
+    ResultReuseConfiguration,
+};
+
+use super::athena_rows::{Row, MOST_ROWS};
+
+/// What `--athena-*` asks for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--athena-database`.
+    pub database: String,
+    /// `--athena-workgroup`.
+    pub workgroup: String,
+    /// `--athena-output`.
+    pub output: Option<String>,
+    /// `--athena-timeout`.
+    pub timeout: Duration,
+    /// `--athena-reuse` (minutes).
+    pub reuse_minutes: Option<u32>,
+    /// `--athena-price-per-tb` (USD per TB scanned).
+    pub price_per_tb: f64,
+}
+
+/// What a query cost, as Athena says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryCost {
+    /// The query execution id.
+    pub query_execution_id: String,
+    /// Bytes scanned.
+    pub data_scanned_bytes: u64,
+    /// USD: the price per TB (10^12 bytes) of the bytes scanned, rounded up to the MB, 10 MB at
+    /// least.
+    pub cost_usd: f64,
+    /// Engine time.
+    pub engine_time_ms: u64,
+    /// Whether Athena served it from a previous query's results.
+    pub reused: bool,
+}
+
+/// Why the query gave no rows: said, with the exit status.
+#[derive(Debug)]
+pub enum Ended {
+    /// Ctrl-C or SIGTERM: the query was stopped (exit 130).
+    Interrupted(String),
+    /// Anything else (exit 1).
+    Failed(String),
+}
+
+/// The price of `bytes` scanned at `per_tb` USD per TB: rounded up to the MB, 10 MB at least.
+pub fn price(bytes: u64, per_tb: f64) -> f64 {
+    const MB: u64 = 1_000_000;
+    let billed = bytes.div_ceil(MB).max(10) * MB;
+    billed as f64 / 1e12 * per_tb
+}
+
+fn is_throttling(code: Option<&str>) -> bool {
+    matches!(code, Some("TooManyRequestsException" | "ThrottlingException"))
+}
+
+/// An SDK error said in one line (its code and message, escaped).
+fn said<E: aws_sdk_athena::error::ProvideErrorMetadata + std::fmt::Display>(call: &str, e: &E) -> String {
+    let text = match (e.code(), e.message()) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    };
+    format!(
+        "Athena {call}: {}",
+        text.chars().take(400).flat_map(char::escape_debug).collect::<String>()
+    )
+}
+
+/// Resolves when Ctrl-C or SIGTERM arrives.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs `sql`; the header, the rows and what it cost.
+///
+/// # Errors
+/// [`Ended`]: interrupted (the query stopped), or failed with Athena's reason and the query id.
+pub async fn run(
+    client: &aws_sdk_athena::Client,
+    sql: &str,
+    options: &Options,
+) -> Result<(Vec<Option<String>>, Vec<Row>, QueryCost), Ended> {
+    let deadline = Instant::now() + options.timeout;
+    let token = format!(
+        "locality-audit-{}-{:032x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let mut start = client
+        .start_query_execution()
+        .query_string(sql)
+        .client_request_token(token)
+        .work_group(&options.workgroup)
+        .query_execution_context(QueryExecutionContext::builder().database(&options.database).build());
+    if let Some(output) = &options.output {
+        start = start.result_configuration(ResultConfiguration::builder().output_location(output).build());
+    }
+    if let Some(minutes) = options.reuse_minutes {
+        start = start.result_reuse_configuration(
+            ResultReuseConfiguration::builder()
+                .result_reuse_by_age_configuration(
+                    ResultReuseByAgeConfiguration::builder()
+                        .enabled(true)
+                        .max_age_in_minutes(minutes as i32)
+                        .build(),
+                )
+                .build(),
+        );
+    }
+    // The start, retried while throttled (the same token: Athena starts one query).
+    let id = loop {
+        let sent = tokio::select! {
+            sent = start.clone().send() => sent,
+            () = interrupted() => return Err(Ended::Interrupted("interrupted before the query started".into())),
+        };
+        match sent {
+            Ok(out) => match out.query_execution_id {
+                Some(id) if !id.is_empty() && id.len() <= 128 => break id,
+                _ => {
+                    return Err(Ended::Failed(
+                        "Athena StartQueryExecution answered no query execution id".into(),
+                    ))
+                }
+            },
+            Err(e)
+                if is_throttling(aws_sdk_athena::error::ProvideErrorMetadata::code(&e))
+                    && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(Ended::Failed(said("StartQueryExecution", &e))),
+        }
+    };
+    let stop = |why: String| {
+        let id = id.clone();
+        async move {
+            let stopped = client.stop_query_execution().query_execution_id(&id).send().await;
+            let note = match stopped {
+                Ok(_) => format!("; query {id} stopped (StopQueryExecution)"),
+                Err(e) => format!("; query {id}: {}", said("StopQueryExecution", &e)),
+            };
+            format!("{why}{note}")
+        }
+    };
+    // Poll: the first within 200 ms, then backing off to 2 s between polls.
+    let mut wait = Duration::from_millis(150);
+    let execution = loop {
+        let slept = tokio::select! {
+            () = tokio::time::sleep(wait.min(deadline.saturating_duration_since(Instant::now()))) => true,
+            () = interrupted() => false,
+        };
+        if !slept {
+            return Err(Ended::Interrupted(stop("interrupted".into()).await));
+        }
+        if Instant::now() >= deadline {
+            return Err(Ended::Failed(
+                stop(format!(
+                    "the query did not finish within --athena-timeout {}s",
+                    options.timeout.as_secs()
+                ))
+                .await,
+            ));
+        }
+        wait = (wait.mul_f64(1.5)).min(Duration::from_secs(2));
+        let got = client.get_query_execution().query_execution_id(&id).send().await;
+        let execution = match got {
+            Ok(out) => out.query_execution,
+            Err(e) if is_throttling(aws_sdk_athena::error::ProvideErrorMetadata::code(&e)) => continue,
+            Err(e) => return Err(Ended::Failed(format!("{} (query {id})", said("GetQueryExecution", &e)))),
+        };
+        let Some(execution) = execution else { continue };
+        let state = execution.status.as_ref().and_then(|s| s.state.clone());
+        match state {
+            Some(QueryExecutionState::Succeeded) => break execution,
+            Some(QueryExecutionState::Failed) | Some(QueryExecutionState::Cancelled) => {
+                let reason = execution
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.state_change_reason.as_deref())
+                    .unwrap_or("no reason given");
+                return Err(Ended::Failed(format!(
+                    "Athena query {id} {}: {}",
+                    if state == Some(QueryExecutionState::Failed) {
+                        "failed"
+                    } else {
+                        "was cancelled"
+                    },
+                    reason
+                        .chars()
+                        .take(400)
+                        .flat_map(char::escape_debug)
+                        .collect::<String>()
+                )));
+            }
+            _ => {}
+        }
+    };
+    let statistics = execution.statistics.as_ref();
+    let scanned = statistics
+        .and_then(|s| s.data_scanned_in_bytes)
+        .map_or(0, |b| u64::try_from(b).unwrap_or(0));
+    let cost = QueryCost {
+        query_execution_id: id.clone(),
+        data_scanned_bytes: scanned,
+        cost_usd: price(scanned, options.price_per_tb),
+        engine_time_ms: statistics
+            .and_then(|s| s.engine_execution_time_in_millis)
+            .map_or(0, |t| u64::try_from(t).unwrap_or(0)),
+        reused: statistics
+            .and_then(|s| s.result_reuse_information.as_ref())
+            .is_some_and(|r| r.reused_previous_result),
+    };
+    // Every page.
+    let (mut header, mut rows): (Option<Vec<Option<String>>>, Vec<Row>) = (None, Vec::new());
+    let mut next: Option<String> = None;
+    let mut pages = 0u64;
+    loop {
+        if Instant::now() >= deadline {
+            return Err(Ended::Failed(format!(
+                "the results of query {id} were not read within --athena-timeout {}s",
+                options.timeout.as_secs()
+            )));
+        }
+        let got = tokio::select! {
+            got = client
+                .get_query_results()
+                .query_execution_id(&id)
+                .max_results(1000)
+                .set_next_token(next.clone())
+                .send() => got,
+            () = interrupted() => return Err(Ended::Interrupted(format!("interrupted while reading the results of query {id}"))),
+        };
+        let out = match got {
+            Ok(out) => out,
+            Err(e) if is_throttling(aws_sdk_athena::error::ProvideErrorMetadata::code(&e)) => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            Err(e) => return Err(Ended::Failed(format!("{} (query {id})", said("GetQueryResults", &e)))),
+        };
+        pages += 1;
+        for row in out.result_set.and_then(|r| r.rows).unwrap_or_default() {
+            let values: Row = row
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| d.var_char_value)
+                .collect();
+            if header.is_none() {
+                header = Some(values);
+            } else {
+                rows.push(values);
+            }
+        }
+        if rows.len() > MOST_ROWS {
+            return Err(Ended::Failed(format!("query {id} answered more than {MOST_ROWS} rows")));
+        }
+        match out.next_token {
+            Some(token) if !token.is_empty() => {
+                if next.as_deref() == Some(token.as_str()) {
+                    return Err(Ended::Failed(format!(
+                        "GetQueryResults of query {id} gave the same NextToken twice"
+                    )));
+                }
+                next = Some(token);
+            }
+            _ => break,
+        }
+        if pages > 1 + (MOST_ROWS as u64) / 1000 {
+            return Err(Ended::Failed(format!("GetQueryResults of query {id} did not end")));
+        }
+    }
+    let header = header.ok_or_else(|| Ended::Failed(format!("query {id} answered no header row")))?;
+    Ok((header, rows, cost))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::price;
+
+    #[test]
+    fn the_price_is_per_tb_rounded_up_to_the_mb_with_10_mb_at_least() {
+        assert_eq!(price(0, 5.0), 10e6 / 1e12 * 5.0);
+        assert_eq!(price(10_000_001, 5.0), 11e6 / 1e12 * 5.0);
+        assert_eq!(price(1_000_000_000_000, 5.0), 5.0);
+    }
+}
