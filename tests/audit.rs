@@ -1767,18 +1767,13 @@ impl Drop for StandIn {
     }
 }
 
-/// The file audit's JSON without what Athena cannot know (lines that did not parse; the
-/// interface that recorded an unknown-zone client) or that only Athena has (its query).
+/// The file audit's JSON without what Athena cannot know (lines that did not parse) or that only
+/// Athena has (its query).
 fn comparable(json: &serde_json::Value) -> serde_json::Value {
     let mut json = json.clone();
     json["skipped"]["unparsed_lines"] = serde_json::Value::Null;
     json["unparsed_lines_unknown_because"] = serde_json::Value::Null;
     json["athena"] = serde_json::Value::Null;
-    if let Some(clients) = json["unknown_zone_clients"].as_array_mut() {
-        for client in clients {
-            client["interface"] = serde_json::Value::Null;
-        }
-    }
     json
 }
 
@@ -1861,4 +1856,222 @@ fn athena_gives_the_file_audits_report_for_every_layout() {
             );
         }
     }
+}
+
+/// Writes the VPC-wide default-format set under `root`, one day folder per day of `days`
+/// (2026-12-01 is day 0); the truths.
+fn athena_days(root: &Path, days: std::ops::Range<u64>) -> Vec<Truth> {
+    let mut truths = Vec::new();
+    for day in days {
+        let (lines, truth) = generate_at(Capture::VpcWide, T0 + day * 86_400);
+        let texts: Vec<String> = lines.iter().map(|l| l.default.clone()).collect();
+        let folder = root.join(format!(
+            "AWSLogs/123456789012/vpcflowlogs/ap-northeast-1/2026/12/{:02}",
+            day + 1
+        ));
+        std::fs::create_dir_all(&folder).unwrap();
+        for (n, part) in split(&texts, 2, Some(DEFAULT_HEADER)).iter().enumerate() {
+            std::fs::write(folder.join(format!("part{n}.log.gz")), gzip(part)).unwrap();
+        }
+        truths.push(truth);
+    }
+    truths
+}
+
+/// The query's lifecycle against the stand-in Athena:
+/// - three days in the table, one asked for: that day's truth, and a third of the bytes scanned;
+/// - results paged 4 rows at a time: the same report;
+/// - a FAILED query: exit 1 with Athena's reason and the query id, nothing on stdout;
+/// - polls throttled (TooManyRequestsException) five times: retried, the same report;
+/// - a query kept RUNNING and SIGINT: StopQueryExecution is sent, exit 130; kept RUNNING past
+///   `--athena-timeout 2s`: stopped, exit 1 naming the flag;
+/// - hostile results (a forged share column, non-numeric bytes, a row that does not add up):
+///   exit 1 naming what is wrong, nothing on stdout.
+#[test]
+fn athena_queries_are_started_polled_paged_and_stopped_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let logs = dir.path().join("three-days");
+    let truths = athena_days(&logs, 0..3);
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "--map",
+            &map,
+            "--subnets",
+            &subnets,
+            "--athena",
+            "--since",
+            "2026-12-02",
+            "--until",
+            "2026-12-02",
+            "--format",
+            "json",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    };
+    let run = |standin: &StandIn, extra: &[&str]| {
+        let env = standin.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let args = args(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        audit(&args, &env)
+    };
+    let total: u64 = walk_size(&logs);
+
+    // One day of three, whole pages and 4-row pages.
+    let mut reports = Vec::new();
+    for faults in [&[][..], &["--page-size", "4"][..], &["--throttle", "5"][..]] {
+        let standin = StandIn::start(&logs, faults);
+        let started = std::time::Instant::now();
+        let out = run(&standin, &[]);
+        assert!(out.status.success(), "{faults:?}: {}", text(&out.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut day = json.clone();
+        day["skipped"]["unparsed_lines"] = 0.into();
+        assert_figures(&day, &truths[1], &format!("Athena, 2026-12-02, {faults:?}"));
+        let calls = standin.calls();
+        let scanned = json["athena"]["data_scanned_bytes"].as_u64().unwrap();
+        let pages = calls.iter().filter(|c| *c == "GetQueryResults").count();
+        eprintln!(
+            "Athena {faults:?}: {:?}; calls: 1 start, {} polls, {pages} pages; scanned {scanned} of {total} B",
+            started.elapsed(),
+            calls.iter().filter(|c| *c == "GetQueryExecution").count()
+        );
+        assert_eq!(calls.iter().filter(|c| c.starts_with("StartQueryExecution")).count(), 1);
+        assert!(
+            scanned * 5 / 2 < total && scanned * 4 > total,
+            "about a third of the table: {scanned} of {total}"
+        );
+        if faults.contains(&"--page-size") {
+            assert!(pages >= 5, "4 rows a page: {pages} pages");
+        }
+        reports.push(json);
+    }
+    assert_eq!(reports[0], {
+        let mut paged = reports[1].clone();
+        paged["athena"] = reports[0]["athena"].clone();
+        paged
+    });
+
+    // FAILED.
+    let standin = StandIn::start(&logs, &["--fail", "HIVE_BAD_DATA: Error parsing field value"]);
+    let out = run(&standin, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("Athena query q-0001 failed: HIVE_BAD_DATA: Error parsing field value"),
+        "{said}"
+    );
+
+    // RUNNING, then SIGINT; RUNNING past the deadline.
+    let standin = StandIn::start(&logs, &["--hold"]);
+    let env = standin.env();
+    let all = args(&[]);
+    let mut child = Command::new(locality())
+        .arg("audit")
+        .args(&all)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !standin.calls().iter().any(|c| c == "GetQueryExecution") {
+        assert!(std::time::Instant::now() < deadline, "no poll");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert!(
+        standin.calls().iter().any(|c| c == "StopQueryExecution"),
+        "{:?}",
+        standin.calls()
+    );
+    assert!(
+        text(&out.stderr).contains("stopped (StopQueryExecution)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let standin = StandIn::start(&logs, &["--hold"]);
+    let started = std::time::Instant::now();
+    let out = run(&standin, &["--athena-timeout", "2s"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        text(&out.stderr).contains("--athena-timeout 2s"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(standin.calls().iter().any(|c| c == "StopQueryExecution"));
+
+    // Hostile results.
+    let header = ["kind", "name", "detail", "bytes", "records", "interface"];
+    for (rows, said) in [
+        (
+            serde_json::json!([
+                ["kind", "name", "detail", "in_zone_share", "records", "interface"],
+                [["records", null, null, null, "1", null]]
+            ]),
+            "not the answer",
+        ),
+        (
+            serde_json::json!([
+                header,
+                [
+                    ["pair", "10.0.1.11", "10.0.2.100", "lots", "1", null],
+                    ["records", null, null, null, "1", null],
+                    ["window", null, null, null, null, null]
+                ]
+            ]),
+            "bytes \"lots\" is not a whole number",
+        ),
+        (
+            serde_json::json!([
+                header,
+                [
+                    ["pair", "10.0.1.11", "10.0.2.100", "999999", "1", null],
+                    ["records", null, null, null, "7", null],
+                    ["window", null, null, null, null, null]
+                ]
+            ]),
+            "do not add up",
+        ),
+    ] {
+        let file = dir.path().join("rows.json");
+        let (names, rows) = (rows[0].clone(), rows[1].clone());
+        std::fs::write(&file, serde_json::json!([names, rows]).to_string()).unwrap();
+        let standin = StandIn::start(&logs, &["--rows-json", file.to_str().unwrap()]);
+        let out = run(&standin, &[]);
+        assert_eq!(out.status.code(), Some(1), "{said}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{said}");
+        assert!(text(&out.stderr).contains(said), "{said}: {}", text(&out.stderr));
+    }
+}
+
+/// The compressed bytes of every file under `root`.
+fn walk_size(root: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(root).unwrap() {
+        let entry = entry.unwrap();
+        total += if entry.file_type().unwrap().is_dir() {
+            walk_size(&entry.path())
+        } else {
+            entry.metadata().unwrap().len()
+        };
+    }
+    total
 }

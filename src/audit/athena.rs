@@ -189,7 +189,7 @@ node_interfaces AS (
   WHERE c.seen_at_node = 1 OR (c.candidate = 1 AND (c.clients >= 2 OR b.interface_id IS NOT NULL))
 ),
 ends AS (
-  SELECT f.address, f.client, f.bytes, f.start, f.stop,
+  SELECT f.address, f.client, f.interface_id, f.bytes, f.start, f.stop,
          coalesce(f.direction_end,
                   CASE WHEN f.interface_id IS NULL OR ni.interface_id IS NOT NULL THEN 'node' ELSE 'client' END)
            AS captured_at
@@ -213,14 +213,14 @@ node_islands AS (
 ),
 -- The client's end counts where no island of its pair overlaps it.
 client_windows AS (
-  SELECT address, client, start, stop, sum(bytes) AS bytes, count(*) AS records
-  FROM ends WHERE captured_at = 'client' GROUP BY address, client, start, stop
+  SELECT address, client, interface_id, start, stop, sum(bytes) AS bytes, count(*) AS records
+  FROM ends WHERE captured_at = 'client' GROUP BY address, client, interface_id, start, stop
 ),
 client_counted AS (
-  SELECT w.address, w.client, w.start, w.stop, max(w.bytes) AS bytes, max(w.records) AS records
+  SELECT w.address, w.client, w.interface_id, w.start, w.stop, max(w.bytes) AS bytes, max(w.records) AS records
   FROM client_windows w
   LEFT JOIN node_islands i ON i.address = w.address AND i.client = w.client AND i.start < w.stop AND w.start < i.stop
-  GROUP BY w.address, w.client, w.start, w.stop
+  GROUP BY w.address, w.client, w.interface_id, w.start, w.stop
   HAVING count(i.start) = 0
 ),
 counted AS (
@@ -395,11 +395,12 @@ pub fn partition_predicate(layout: TableLayout, days: &Days) -> String {
 }
 
 /// The columns of [`pairs_query`]'s rows, in order.
-pub const PAIRS_COLUMNS: [&str; 5] = ["kind", "name", "detail", "bytes", "records"];
+pub const PAIRS_COLUMNS: [&str; 6] = ["kind", "name", "detail", "bytes", "records", "interface"];
 
 /// The query `locality audit --athena` runs: it reads the days asked for once and returns what
 /// the file audit's tally holds, from which the CLI computes every figure with the same code:
-/// - `pair`: `name` a node's address, `detail` a client's, its counted `bytes` and `records`;
+/// - `pair`: `name` a node's address, `detail` a client's, its counted `bytes` and `records`,
+///   and the `interface` whose records counted (as [`super::tally::Tally::counted`] names it);
 /// - `left_out`: `name` the reason (`no_data`, `rejected`, `impossible`, `outside_window`,
 ///   `no_node`, `between_nodes`, `other_end`, `unparsed`: a field Athena could tell was
 ///   malformed), `records`;
@@ -477,26 +478,42 @@ records AS (
          coalesce("end", start, {far}) AS "end", interface_id, flow_direction
   FROM classified WHERE fate = 'flow'
 ),
-{counting}client_ends AS (
+{counting}-- The interface named for a pair: the node's end's with the most counted bytes (ties: the smaller
+-- id), else the client's end's.
+labels AS (
+  SELECT address, client, interface_id FROM (
+    SELECT address, client, interface_id,
+           row_number() OVER (PARTITION BY address, client ORDER BY node_end DESC, bytes DESC, interface_id) AS rank
+    FROM (
+      SELECT address, client, interface_id, 1 AS node_end, sum(bytes) AS bytes
+      FROM ends WHERE captured_at = 'node' AND interface_id IS NOT NULL GROUP BY address, client, interface_id
+      UNION ALL
+      SELECT address, client, interface_id, 0 AS node_end, sum(bytes) AS bytes
+      FROM client_counted WHERE interface_id IS NOT NULL GROUP BY address, client, interface_id
+    ) by_interface
+  ) ranked WHERE rank = 1
+),
+client_ends AS (
   SELECT count(*) AS records FROM ends WHERE captured_at = 'client'
 ),
 counted_client_ends AS (
   SELECT coalesce(sum(records), 0) AS records FROM client_counted
 )
-SELECT 'pair' AS kind, address AS name, client AS detail, bytes, records FROM counted
+SELECT 'pair' AS kind, c.address AS name, c.client AS detail, c.bytes, c.records, l.interface_id AS interface
+FROM counted c LEFT JOIN labels l ON c.address = l.address AND c.client = l.client
 UNION ALL
-SELECT 'left_out', fate, NULL, NULL, count(*) FROM classified WHERE fate NOT IN ('flow', 'between_nodes') GROUP BY fate
+SELECT 'left_out', fate, NULL, NULL, count(*), NULL FROM classified WHERE fate NOT IN ('flow', 'between_nodes') GROUP BY fate
 UNION ALL
-SELECT 'left_out', 'between_nodes', NULL, NULL, count(*) FROM classified WHERE fate = 'between_nodes'
+SELECT 'left_out', 'between_nodes', NULL, NULL, count(*), NULL FROM classified WHERE fate = 'between_nodes'
 UNION ALL
-SELECT 'between_nodes', NULL, NULL, coalesce(sum(bytes), 0), NULL FROM classified WHERE fate = 'between_nodes'
+SELECT 'between_nodes', NULL, NULL, coalesce(sum(bytes), 0), NULL, NULL FROM classified WHERE fate = 'between_nodes'
 UNION ALL
-SELECT 'left_out', 'other_end', NULL, NULL, c.records - k.records FROM client_ends c CROSS JOIN counted_client_ends k
+SELECT 'left_out', 'other_end', NULL, NULL, c.records - k.records, NULL FROM client_ends c CROSS JOIN counted_client_ends k
 UNION ALL
-SELECT 'window', NULL, NULL, min(start), max("end") FROM classified
+SELECT 'window', NULL, NULL, min(start), max("end"), NULL FROM classified
   WHERE fate IN ('flow', 'between_nodes', 'no_node') AND start IS NOT NULL AND "end" IS NOT NULL
 UNION ALL
-SELECT 'records', NULL, NULL, NULL, count(*) FROM classified
+SELECT 'records', NULL, NULL, NULL, count(*), NULL FROM classified
 "#,
         far = u64::MAX / 2,
     );

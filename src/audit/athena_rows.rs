@@ -91,6 +91,16 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                 }
                 let bytes = number(at, "bytes", value(3))?;
                 let records = number(at, "records", value(4))?;
+                let interface = match value(5) {
+                    None => None,
+                    Some(name) if !name.is_empty() && name.len() <= 128 => Some(name.to_string()),
+                    Some(name) => {
+                        return Err(format!(
+                            "Athena's row {at}: interface \"{}\" is not an interface id",
+                            shown(name)
+                        ))
+                    }
+                };
                 counted_records = counted_records.saturating_add(records);
                 if pairs
                     .insert(
@@ -99,7 +109,7 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                             node,
                             client,
                             bytes,
-                            interface: None,
+                            interface,
                         },
                     )
                     .is_some()
@@ -230,12 +240,13 @@ mod tests {
                 Some("10.0.2.5"),
                 Some("1000"),
                 Some("4"),
+                Some("eni-1"),
             ]),
-            row(&[Some("left_out"), Some("other_end"), None, None, Some("4")]),
-            row(&[Some("left_out"), Some("no_node"), None, None, Some("2")]),
-            row(&[Some("between_nodes"), None, None, Some("700"), None]),
-            row(&[Some("window"), None, None, Some("1796083200"), Some("1796083260")]),
-            row(&[Some("records"), None, None, None, Some("10")]),
+            row(&[Some("left_out"), Some("other_end"), None, None, Some("4"), None]),
+            row(&[Some("left_out"), Some("no_node"), None, None, Some("2"), None]),
+            row(&[Some("between_nodes"), None, None, Some("700"), None, None]),
+            row(&[Some("window"), None, None, Some("1796083200"), Some("1796083260"), None]),
+            row(&[Some("records"), None, None, None, Some("10"), None]),
         ]
     }
 
@@ -269,27 +280,49 @@ mod tests {
                     Some("10.0.2.5"),
                     Some("1e3"),
                     Some("4"),
+                    None,
                 ]),
                 "bytes \"1e3\" is not a whole number",
             ),
             (
                 0,
-                row(&[Some("pair"), Some("10.0.1.11"), Some("10.0.2.5"), Some("-5"), Some("4")]),
+                row(&[
+                    Some("pair"),
+                    Some("10.0.1.11"),
+                    Some("10.0.2.5"),
+                    Some("-5"),
+                    Some("4"),
+                    None,
+                ]),
                 "is not a whole number",
             ),
             (
                 0,
-                row(&[Some("pair"), Some("10.0.1.11"), Some("10.0.2.5"), None, Some("4")]),
+                row(&[Some("pair"), Some("10.0.1.11"), Some("10.0.2.5"), None, Some("4"), None]),
                 "bytes is empty",
             ),
             (
                 0,
-                row(&[Some("pair"), Some("10.9.9.9"), Some("10.0.2.5"), Some("1"), Some("4")]),
+                row(&[
+                    Some("pair"),
+                    Some("10.9.9.9"),
+                    Some("10.0.2.5"),
+                    Some("1"),
+                    Some("4"),
+                    None,
+                ]),
                 "not a node of the map",
             ),
             (
                 0,
-                row(&[Some("pair"), Some("10.0.1.11"), Some("10.0.1.10"), Some("1"), Some("4")]),
+                row(&[
+                    Some("pair"),
+                    Some("10.0.1.11"),
+                    Some("10.0.1.10"),
+                    Some("1"),
+                    Some("4"),
+                    None,
+                ]),
                 "is a node, not a client",
             ),
             (
@@ -300,35 +333,48 @@ mod tests {
                     Some("x\u{1b}[31m"),
                     Some("1"),
                     Some("4"),
+                    None,
                 ]),
                 "detail \"x\\u{1b}[31m\" is not an IP address",
             ),
             (
                 0,
-                row(&[Some("summary"), None, None, None, Some("1")]),
+                row(&[Some("summary"), None, None, None, Some("1"), None]),
                 "kind \"summary\" is not",
             ),
             (
                 1,
-                row(&[Some("left_out"), Some("made_up"), None, None, Some("4")]),
+                row(&[Some("left_out"), Some("made_up"), None, None, Some("4"), None]),
                 "not a reason",
             ),
             (
                 5,
-                row(&[Some("records"), None, None, None, Some("99999999999999999999999")]),
+                row(&[Some("records"), None, None, None, Some("99999999999999999999999"), None]),
                 "is not a whole number",
             ),
             (
                 5,
-                row(&[Some("records"), None, None, None, Some("11")]),
+                row(&[Some("records"), None, None, None, Some("11"), None]),
                 "do not add up",
             ),
             (
                 4,
-                row(&[Some("window"), None, None, Some("20"), Some("10")]),
+                row(&[Some("window"), None, None, Some("20"), Some("10"), None]),
                 "ends (10) before it starts (20)",
             ),
             (0, row(&[Some("pair"), Some("10.0.1.11")]), "has 2 values"),
+            (
+                0,
+                row(&[
+                    Some("pair"),
+                    Some("10.0.1.11"),
+                    Some("10.0.2.5"),
+                    Some("1"),
+                    Some("4"),
+                    Some(""),
+                ]),
+                "is not an interface id",
+            ),
         ];
         for (at, bad, said) in cases {
             let mut rows = good();
