@@ -1017,6 +1017,143 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no-such-bucket"), "{}", text(&out.stderr));
+
+    // The table for these logs: the format from the first object's header line, every field a
+    // column (`end` quoted), partition projection on the account, the region and the day.
+    let delivered = format!("s3://flow-logs/AWSLogs/{ACCOUNT}/vpcflowlogs/ap-northeast-1/");
+    let out = audit(&["--print-ddl", "athena", "--flow-logs", &delivered], &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ddl = text(&out.stdout);
+    check_ddl(&ddl, CUSTOM_HEADER, "region");
+    assert!(
+        ddl.contains(&format!(
+            "\"storage.location.template\"=\"s3://flow-logs/AWSLogs/${{accid}}/vpcflowlogs/${{region}}/${{day}}\""
+        )) && ddl.contains(&format!("\"projection.accid.values\"=\"{ACCOUNT}\"")),
+        "{ddl}"
+    );
+    eprintln!("--print-ddl athena from the first object's header line:\n{ddl}");
+    // A v5 format with its own `region` field: the partition is aws_region.
+    let v5 = "version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status vpc-id subnet-id instance-id tcp-flags type pkt-srcaddr pkt-dstaddr region az-id sublocation-type sublocation-id pkt-src-aws-service pkt-dst-aws-service flow-direction traffic-path";
+    let out = audit(
+        &["--print-ddl", "athena", "--flow-logs", &delivered, "--fields", v5],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    check_ddl(&text(&out.stdout), v5, "aws_region");
+    // Not a flow-log field; not where flow logs are delivered.
+    let out = audit(
+        &[
+            "--print-ddl",
+            "athena",
+            "--flow-logs",
+            &delivered,
+            "--fields",
+            "srcaddr dstaddr bytes `x` DROP",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("not a VPC Flow Logs field"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = audit(&["--print-ddl", "athena", "--flow-logs", "s3://flow-logs/logs/"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("AWSLogs/ACCOUNT/vpcflowlogs/REGION/"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // moto's Athena runs no SQL, but it serves the SDK's calls: with an answer queued, `--athena`
+    // starts, polls and reads it as from Athena, and renders the report.
+    let rows = serde_json::json!([
+        ["kind", "name", "detail", "bytes", "records", "interface"],
+        ["pair", REPLICAS[0], "10.0.1.100", "1000", "2", "eni-100111"],
+        ["pair", REPLICAS[0], MISROUTED, "3000", "2", "eni-100111"],
+        ["window", null, null, "1796083200", "1796083260", null],
+        ["records", null, null, null, "4", null],
+    ]);
+    let datum = |v: &serde_json::Value| match v.as_str() {
+        Some(text) => serde_json::json!({"VarCharValue": text}),
+        None => serde_json::json!({}),
+    };
+    let rows: Vec<serde_json::Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| serde_json::json!({"Data": row.as_array().unwrap().iter().map(datum).collect::<Vec<_>>()}))
+        .collect();
+    let answer = serde_json::json!({
+        "region": "ap-northeast-1",
+        "results": [{"rows": rows, "column_info": []}],
+    });
+    let queued = std::process::Command::new("curl")
+        .args(["-sf", "-X", "POST", "-H", "Content-Type: application/json", "--data"])
+        .arg(answer.to_string())
+        .arg(format!("{}/moto-api/static/athena/query-results", moto.endpoint))
+        .output()
+        .unwrap();
+    assert!(queued.status.success(), "{}", text(&queued.stderr));
+    let out = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--athena",
+            "--format",
+            "json",
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "moto's Athena: {}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&json["in_zone_bytes"], &json["cross_zone_bytes"]),
+        (&1000.into(), &3000.into()),
+        "{json}"
+    );
+    assert!(json["athena"]["query_execution_id"]
+        .as_str()
+        .is_some_and(|id| !id.is_empty()));
+}
+
+/// Checks `ddl` (from `--print-ddl athena`) as Athena's dialect with sqlglot: a CREATE EXTERNAL
+/// TABLE whose columns are `format`'s fields (`-` → `_`), partitioned by `accid`, `region` and
+/// `day`, with `end` quoted.
+fn check_ddl(ddl: &str, format: &str, region: &str) {
+    let python = common::venv_python("LOCALITY_DUCKDB_PYTHON", "audit-venv", "duckdb");
+    let script = r#"
+import json, sys, sqlglot
+from sqlglot import exp
+tree = sqlglot.parse_one(sys.stdin.read(), read="athena")
+assert isinstance(tree, exp.Create), type(tree)
+schema = tree.this
+columns = [c.name for c in schema.expressions if isinstance(c, exp.ColumnDef)]
+partitions = [c.name for c in tree.find(exp.PartitionedByProperty).this.expressions]
+print(json.dumps({"columns": columns, "partitions": partitions}))
+"#;
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(ddl.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "sqlglot: {}\n{ddl}", text(&out.stderr));
+    let parsed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expected: Vec<String> = format.split_whitespace().map(|f| f.replace('-', "_")).collect();
+    assert_eq!(parsed["columns"], serde_json::json!(expected), "{ddl}");
+    assert_eq!(
+        parsed["partitions"],
+        serde_json::json!(["accid", region, "day"]),
+        "{ddl}"
+    );
+    assert!(ddl.contains("  `end` bigint"), "{ddl}");
 }
 
 /// `--print-sql athena` run in DuckDB over the same records (loaded as AWS's Athena integration

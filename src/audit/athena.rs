@@ -520,6 +520,168 @@ SELECT 'records', NULL, NULL, NULL, count(*), NULL FROM classified
     sql
 }
 
+/// Every field of VPC Flow Logs' formats (v2 to v8) and its column type in Athena; the columns
+/// are named as the fields with `-` → `_`.
+const FIELD_TYPES: &[(&str, &str)] = &[
+    ("version", "int"),
+    ("account-id", "string"),
+    ("interface-id", "string"),
+    ("srcaddr", "string"),
+    ("dstaddr", "string"),
+    ("srcport", "int"),
+    ("dstport", "int"),
+    ("protocol", "bigint"),
+    ("packets", "bigint"),
+    ("bytes", "bigint"),
+    ("start", "bigint"),
+    ("end", "bigint"),
+    ("action", "string"),
+    ("log-status", "string"),
+    ("vpc-id", "string"),
+    ("subnet-id", "string"),
+    ("instance-id", "string"),
+    ("tcp-flags", "int"),
+    ("type", "string"),
+    ("pkt-srcaddr", "string"),
+    ("pkt-dstaddr", "string"),
+    ("region", "string"),
+    ("az-id", "string"),
+    ("sublocation-type", "string"),
+    ("sublocation-id", "string"),
+    ("pkt-src-aws-service", "string"),
+    ("pkt-dst-aws-service", "string"),
+    ("flow-direction", "string"),
+    ("traffic-path", "int"),
+    ("ecs-cluster-arn", "string"),
+    ("ecs-cluster-name", "string"),
+    ("ecs-container-instance-arn", "string"),
+    ("ecs-container-instance-id", "string"),
+    ("ecs-container-id", "string"),
+    ("ecs-second-container-id", "string"),
+    ("ecs-service-name", "string"),
+    ("ecs-task-definition-arn", "string"),
+    ("ecs-task-arn", "string"),
+    ("ecs-task-id", "string"),
+    ("reject-reason", "string"),
+];
+
+/// Where flow logs are delivered: `s3://BUCKET/[PREFIX/]AWSLogs/ACCOUNT/vpcflowlogs/REGION/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// `s3://BUCKET/[PREFIX/]AWSLogs/`.
+    pub base: String,
+    /// The 12-digit account.
+    pub account: String,
+    /// The region.
+    pub region: String,
+}
+
+impl Delivery {
+    /// Reads `s3://BUCKET/[PREFIX/]AWSLogs/ACCOUNT/vpcflowlogs/REGION[/...]`.
+    ///
+    /// # Errors
+    /// A sentence saying what is expected.
+    pub fn parse(location: &str) -> Result<Delivery, String> {
+        let refuse = || {
+            format!(
+                "--flow-logs {:?} is not where VPC Flow Logs are delivered: give s3://BUCKET/[PREFIX/]AWSLogs/ACCOUNT/vpcflowlogs/REGION/",
+                location.chars().take(200).collect::<String>()
+            )
+        };
+        let rest = location.strip_prefix("s3://").ok_or_else(refuse)?;
+        let at = rest.find("/AWSLogs/").ok_or_else(refuse)? + "/AWSLogs/".len();
+        let mut parts = rest[at..].split('/');
+        let (account, service, region) = (
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+        );
+        let safe = |text: &str| {
+            text.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        };
+        if account.len() != 12
+            || !account.bytes().all(|b| b.is_ascii_digit())
+            || service != "vpcflowlogs"
+            || region.is_empty()
+            || !region
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            || !safe(&rest[..at])
+        {
+            return Err(refuse());
+        }
+        Ok(Delivery {
+            base: format!("s3://{}", &rest[..at]),
+            account: account.to_string(),
+            region: region.to_string(),
+        })
+    }
+}
+
+/// The `CREATE EXTERNAL TABLE` for flow logs of format `fields` (a header line or format
+/// string) delivered to `delivery`: every field a column, `end` quoted, partition projection on
+/// the account, the region and the day (`yyyy/MM/dd`), as AWS documents the text table.
+///
+/// # Errors
+/// A field that is not a flow-log field, named.
+pub fn ddl(table: &str, fields: &str, delivery: &Delivery) -> Result<String, String> {
+    let names: Vec<&str> = fields
+        .split_ascii_whitespace()
+        .map(|n| n.trim_start_matches("${").trim_end_matches('}'))
+        .collect();
+    let mut columns = Vec::new();
+    for name in &names {
+        let Some((_, kind)) = FIELD_TYPES.iter().find(|(field, _)| field == name) else {
+            return Err(format!(
+                "the format names {:?}, which is not a VPC Flow Logs field (v2 to v8): give --fields with the log's format",
+                name.chars().take(60).collect::<String>()
+            ));
+        };
+        columns.push(format!("  `{}` {kind}", name.replace('-', "_")));
+    }
+    if columns.is_empty() {
+        return Err("the format names no field".to_string());
+    }
+    // A v5 `region` field would share the partition's name.
+    let region = if names.contains(&"region") {
+        "aws_region"
+    } else {
+        "region"
+    };
+    let table = table
+        .split('.')
+        .map(|part| format!("`{}`", part.trim_matches('"').replace('`', "")))
+        .collect::<Vec<_>>()
+        .join(".");
+    let base = &delivery.base;
+    Ok(format!(
+        r#"CREATE EXTERNAL TABLE IF NOT EXISTS {table} (
+{columns}
+)
+PARTITIONED BY (`accid` string, `{region}` string, `day` string)
+ROW FORMAT DELIMITED
+FIELDS TERMINATED BY ' '
+LOCATION '{base}'
+TBLPROPERTIES (
+  "skip.header.line.count"="1",
+  "projection.enabled"="true",
+  "projection.accid.type"="enum",
+  "projection.accid.values"="{account}",
+  "projection.{region}.type"="enum",
+  "projection.{region}.values"="{region_value}",
+  "projection.day.type"="date",
+  "projection.day.range"="2015/06/01,NOW",
+  "projection.day.format"="yyyy/MM/dd",
+  "storage.location.template"="{base}${{accid}}/vpcflowlogs/${{{region}}}/${{day}}"
+);
+"#,
+        columns = columns.join(",\n"),
+        account = delivery.account,
+        region_value = delivery.region,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::check_table;

@@ -57,8 +57,8 @@ Exit status: 0; 1 when something cannot be read (nothing half-counted is printed
 pub struct AuditArgs {
     /// The replica map: a file path, ssm:<name>, secretsmanager:<id> or secretsmanager:<id>#<key>.
     /// Its `nodes` (every node, its role and zone) when it lists them, else its zones' replicas.
-    #[arg(long, value_name = "SOURCE")]
-    map: String,
+    #[arg(long, value_name = "SOURCE", required_unless_present = "print_ddl")]
+    map: Option<String>,
     /// Flow logs: a file, a folder (recursively *.log and *.log.gz) or s3://BUCKET/PREFIX
     /// (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for an S3-compatible endpoint). Repeatable.
     #[arg(long = "flow-logs", value_name = "LOCATION", required_unless_present_any = ["print_sql", "athena"])]
@@ -94,6 +94,11 @@ pub struct AuditArgs {
     /// Athena integration creates (`vpc_flow_logs`), with the nodes and subnets inlined.
     #[arg(long = "print-sql", value_enum, value_name = "ENGINE")]
     print_sql: Option<SqlEngine>,
+    /// Print the `CREATE EXTERNAL TABLE` for the flow logs at --flow-logs
+    /// (s3://BUCKET/[PREFIX/]AWSLogs/ACCOUNT/vpcflowlogs/REGION/), in their format (the first
+    /// object's header line, or --fields), with partition projection by day.
+    #[arg(long = "print-ddl", value_enum, value_name = "ENGINE", conflicts_with_all = ["print_sql", "athena"])]
+    print_ddl: Option<SqlEngine>,
     /// The table `--print-sql` and `--athena` query: NAME or DATABASE.NAME.
     #[arg(long, value_name = "NAME", default_value = "vpc_flow_logs")]
     table: String,
@@ -218,15 +223,19 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         .iter()
         .map(|l| Location::parse(l).map_err(|e| Failure::Usage(format!("--flow-logs: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let source = MapSource::parse(&args.map).map_err(|e| Failure::Usage(format!("--map: {e}")))?;
+    if let Some(SqlEngine::Athena) = args.print_ddl {
+        return print_ddl(args, &locations, out);
+    }
+    let map_given = args.map.as_deref().unwrap_or_default();
+    let source = MapSource::parse(map_given).map_err(|e| Failure::Usage(format!("--map: {e}")))?;
     let (text, notes) = source
         .read_noting(Duration::from_secs(30))
-        .map_err(|e| Failure::Error(format!("--map {}: {e}", args.map)))?;
+        .map_err(|e| Failure::Error(format!("--map {map_given}: {e}")))?;
     for note in notes {
         let _ = writeln!(err, "locality audit: warning: {note}");
     }
-    let map = ReplicaMap::parse(&text).map_err(|e| Failure::Error(format!("--map {}: {e}", args.map)))?;
-    let nodes = topology::nodes_of(&map).map_err(|e| Failure::Error(format!("--map {}: {e}", args.map)))?;
+    let map = ReplicaMap::parse(&text).map_err(|e| Failure::Error(format!("--map {map_given}: {e}")))?;
+    let nodes = topology::nodes_of(&map).map_err(|e| Failure::Error(format!("--map {map_given}: {e}")))?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -376,6 +385,53 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         );
     }
     Ok(render(args, &figures, out, err))
+}
+
+/// `--print-ddl athena`: the table for the flow logs at the one `--flow-logs`, in their format.
+fn print_ddl(args: &AuditArgs, locations: &[Location], out: &mut dyn Write) -> Result<u8, Failure> {
+    let ([Location::S3 { bucket, prefix }], [given]) = (locations, args.flow_logs.as_slice()) else {
+        return Err(Failure::Usage(
+            "--print-ddl athena takes one --flow-logs s3://BUCKET/[PREFIX/]AWSLogs/ACCOUNT/vpcflowlogs/REGION/".into(),
+        ));
+    };
+    let delivery = athena::Delivery::parse(given).map_err(Failure::Usage)?;
+    let fields = match &args.fields {
+        Some(fields) => fields.clone(),
+        None => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| Failure::Error(format!("cannot start: {e}")))?;
+            let config = runtime
+                .block_on(locality_resolve::aws_error::checked_config())
+                .map_err(|(_, e)| Failure::Error(format!("AWS, for the flow logs' format: {e}")))?;
+            let mut builder = aws_sdk_s3::config::Builder::from(&config);
+            if path_style(&config) {
+                builder = builder.force_path_style(true);
+            }
+            let client = aws_sdk_s3::Client::from_conf(builder.build());
+            let inputs = runtime
+                .block_on(read::s3_inputs(&client, bucket, prefix, args.max_objects))
+                .map_err(Failure::Error)?;
+            let first = inputs.first().ok_or_else(|| {
+                Failure::Error(format!(
+                    "--flow-logs {given}: no flow-log object there; give --fields with the log's format"
+                ))
+            })?;
+            let line = read::first_line(first, &Some((&client, runtime.handle().clone()))).map_err(Failure::Error)?;
+            Layout::from_header(&line).map_err(|e| {
+                Failure::Error(format!(
+                    "{}: the first line is not a header line ({e}); give --fields",
+                    first.name()
+                ))
+            })?;
+            line
+        }
+    };
+    let ddl = athena::ddl(&args.table, &fields, &delivery).map_err(Failure::Usage)?;
+    let _ = out.write_all(ddl.as_bytes());
+    Ok(0)
 }
 
 /// Prints `figures` as `--format` asks; the exit status (`--min-share`, an undefined share).

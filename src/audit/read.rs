@@ -313,13 +313,18 @@ impl<R: Read> Read for Counting<'_, R> {
     }
 }
 
-fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(), String> {
+/// The text of an input, decompressed when it is gzip, a line at a time.
+fn open<'a>(
+    input: &Input,
+    s3: &Option<(&aws_sdk_s3::Client, tokio::runtime::Handle)>,
+    progress: &'a (dyn Fn(u64) + Sync),
+) -> Result<BufReader<Box<dyn Read + 'a>>, String> {
     let name = input.name();
     let fail = |e: std::io::Error| format!("{name}: {e}");
     let raw: Box<dyn Read> = match input {
         Input::File(path, _) => Box::new(std::fs::File::open(path).map_err(fail)?),
         Input::Object { bucket, key, .. } => {
-            let Some((client, handle)) = &reading.s3 else {
+            let Some((client, handle)) = s3 else {
                 return Err(format!("{name}: no S3 client"));
             };
             let object = handle
@@ -329,20 +334,34 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
             Box::new(tokio_util::io::SyncIoBridge::new_with_handle(body, handle.clone()))
         }
     };
-    let mut counted = BufReader::with_capacity(
-        256 * 1024,
-        Counting {
-            inner: raw,
-            progress: reading.progress,
-        },
-    );
+    let mut counted = BufReader::with_capacity(256 * 1024, Counting { inner: raw, progress });
     let gzip = counted.fill_buf().map_err(fail)?.starts_with(&[0x1f, 0x8b]);
-    let text: Box<dyn Read> = if gzip {
+    let text: Box<dyn Read + 'a> = if gzip {
         Box::new(flate2::bufread::MultiGzDecoder::new(counted))
     } else {
         Box::new(counted)
     };
-    let mut lines = BufReader::with_capacity(256 * 1024, text);
+    Ok(BufReader::with_capacity(256 * 1024, text))
+}
+
+/// The first line of an input (a flow log's header line), at most [`MAX_LINE_BYTES`].
+///
+/// # Errors
+/// When it cannot be read, or is empty.
+pub fn first_line(input: &Input, s3: &Option<(&aws_sdk_s3::Client, tokio::runtime::Handle)>) -> Result<String, String> {
+    let mut lines = open(input, s3, &|_| {})?;
+    let mut line = Vec::new();
+    let (n, _) =
+        read_line_capped(&mut lines, &mut line, MAX_LINE_BYTES).map_err(|e| format!("{}: {e}", input.name()))?;
+    if n == 0 {
+        return Err(format!("{}: empty", input.name()));
+    }
+    Ok(String::from_utf8_lossy(&line).trim_end().to_string())
+}
+
+fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(), String> {
+    let name = input.name();
+    let mut lines = open(input, &reading.s3, reading.progress)?;
     let mut layout: Option<Layout> = None;
     let mut line = Vec::with_capacity(256);
     let mut number = 0u64;
