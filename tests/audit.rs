@@ -2097,6 +2097,23 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
         paged
     });
 
+    // --athena-reuse: the second identical query is answered from the first's results, nothing
+    // scanned (the 10 MB minimum is still the price), `reused` says so.
+    let standin = StandIn::start(&logs, &[]);
+    let first = run(&standin, &["--athena-reuse", "60"]);
+    let second = run(&standin, &["--athena-reuse", "60"]);
+    let (first, second): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&first.stdout).unwrap(),
+        serde_json::from_slice(&second.stdout).unwrap(),
+    );
+    assert_eq!(first["athena"]["reused"], false);
+    assert_eq!(
+        (&second["athena"]["reused"], &second["athena"]["data_scanned_bytes"]),
+        (&serde_json::json!(true), &serde_json::json!(0))
+    );
+    assert_eq!(second["athena"]["cost_usd"].as_f64(), Some(10e6 / 1e12 * 5.0));
+    assert_eq!(second["in_zone_share"], first["in_zone_share"]);
+
     // FAILED.
     let standin = StandIn::start(&logs, &["--fail", "HIVE_BAD_DATA: Error parsing field value"]);
     let out = run(&standin, &[]);

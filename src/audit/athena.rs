@@ -687,6 +687,20 @@ mod tests {
     use super::check_table;
 
     #[test]
+    fn the_partition_predicate_names_only_the_days_asked_for() {
+        use super::{partition_predicate, TableLayout};
+        let days = crate::audit::days::Days { first: 20_788, last: 20_789 };
+        assert_eq!(
+            partition_predicate(TableLayout::Projected, &days),
+            "day BETWEEN '2026/12/01' AND '2026/12/02'"
+        );
+        assert_eq!(
+            partition_predicate(TableLayout::Hive, &days),
+            "\"aws-service\" = 'vpcflowlogs' AND ((year = '2026' AND month = '12' AND day = '01') OR (year = '2026' AND month = '12' AND day = '02'))"
+        );
+    }
+
+    #[test]
     fn a_table_is_an_identifier_or_it_is_refused() {
         for good in [
             "vpc_flow_logs",
