@@ -269,4 +269,23 @@ fn flow_log(data: &[u8]) {
         1_796_169_600,
     );
     let _ = locality::audit::athena::check_table(&text);
+    // Athena's side: the delivery location and the DDL of any format; rows of any shape (the
+    // text's lines, split on tabs, `\N` for NULL) read into counts and rendered.
+    if let Ok(delivery) = locality::audit::athena::Delivery::parse(&text) {
+        let _ = locality::audit::athena::ddl("vpc_flow_logs", &text, &delivery);
+    }
+    let _ = locality::audit::days::Days::from_flags(Some(&text), Some(&text), 1_796_083_200, true);
+    let mut rows: Vec<Vec<Option<String>>> = text
+        .lines()
+        .map(|l| l.split('\t').map(|v| (v != "\\N").then(|| v.to_string())).collect())
+        .collect();
+    if !rows.is_empty() {
+        let header = rows.remove(0);
+        if let Ok(counts) = locality::audit::athena_rows::counts(&header, &rows, &nodes) {
+            let figures = Figures::from_counts(&counts, &nodes, &subnets, 0.01);
+            let _ = figures.to_table();
+            let _ = figures.to_json();
+            let _ = figures.to_prometheus();
+        }
+    }
 }

@@ -689,7 +689,10 @@ mod tests {
     #[test]
     fn the_partition_predicate_names_only_the_days_asked_for() {
         use super::{partition_predicate, TableLayout};
-        let days = crate::audit::days::Days { first: 20_788, last: 20_789 };
+        let days = crate::audit::days::Days {
+            first: 20_788,
+            last: 20_789,
+        };
         assert_eq!(
             partition_predicate(TableLayout::Projected, &days),
             "day BETWEEN '2026/12/01' AND '2026/12/02'"
