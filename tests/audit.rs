@@ -1026,9 +1026,9 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
     let ddl = text(&out.stdout);
     check_ddl(&ddl, CUSTOM_HEADER, "region");
     assert!(
-        ddl.contains(&format!(
-            "\"storage.location.template\"=\"s3://flow-logs/AWSLogs/${{accid}}/vpcflowlogs/${{region}}/${{day}}\""
-        )) && ddl.contains(&format!("\"projection.accid.values\"=\"{ACCOUNT}\"")),
+        ddl.contains(
+            "\"storage.location.template\"=\"s3://flow-logs/AWSLogs/${accid}/vpcflowlogs/${region}/${day}\""
+        ) && ddl.contains(&format!("\"projection.accid.values\"=\"{ACCOUNT}\"")),
         "{ddl}"
     );
     eprintln!("--print-ddl athena from the first object's header line:\n{ddl}");
@@ -2129,7 +2129,7 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
     let standin = StandIn::start(&logs, &["--hold"]);
     let env = standin.env();
     let all = args(&[]);
-    let mut child = Command::new(locality())
+    let child = Command::new(locality())
         .arg("audit")
         .args(&all)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
