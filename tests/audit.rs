@@ -1026,9 +1026,8 @@ fn a_custom_format_in_s3_with_subnets_from_ec2_gives_the_same_figures() {
     let ddl = text(&out.stdout);
     check_ddl(&ddl, CUSTOM_HEADER, "region");
     assert!(
-        ddl.contains(
-            "\"storage.location.template\"=\"s3://flow-logs/AWSLogs/${accid}/vpcflowlogs/${region}/${day}\""
-        ) && ddl.contains(&format!("\"projection.accid.values\"=\"{ACCOUNT}\"")),
+        ddl.contains("\"storage.location.template\"=\"s3://flow-logs/AWSLogs/${accid}/vpcflowlogs/${region}/${day}\"")
+            && ddl.contains(&format!("\"projection.accid.values\"=\"{ACCOUNT}\"")),
         "{ddl}"
     );
     eprintln!("--print-ddl athena from the first object's header line:\n{ddl}");
