@@ -978,3 +978,52 @@ fn the_yii2_snippet_is_the_example_and_parses() {
     let linted = Command::new("php").arg("-l").arg(&path).output().unwrap();
     assert!(linted.status.success(), "{}", String::from_utf8_lossy(&linted.stdout));
 }
+
+/// Issue 58, item 7: `read.php` against the requests an attacker sends through the web server.
+/// - `key=missing%0Aread.php: forged`: the "no key" line is one log line, the newline escaped
+///   (before: a second, forged `read.php:` line in the pool's log);
+/// - `key[]=x`: 400, and no "Array to string conversion" (before: logged, then 404);
+/// - a FastCGI parameter `LOCALITY_READ_ENDPOINT` naming another endpoint: ignored, the pool's
+///   `env[...]` value is read (`getenv(NAME, true)`; before: the request picked the endpoint).
+#[test]
+fn read_php_refuses_forged_log_lines_arrays_and_endpoints_chosen_by_requests() {
+    let read_php = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/php/read.php");
+    let primary = Node::start(ZONE_C, None);
+    let replica = Node::start(ZONE_A, Some(primary.port));
+    let reader = Node::start(ZONE_B, Some(primary.port));
+    let mut p = TcpStream::connect(primary.endpoint()).unwrap();
+    command(&mut p, &["SET", "k", "v"]).unwrap();
+    wait_for_key(&replica, "k");
+    let (dir, port) = Fpm::prepare(
+        true,
+        "pm = static\npm.max_children = 1\ncatch_workers_output = yes\ndecorate_workers_output = no",
+    );
+    let mut cmd = Command::new(dir.path().join("bin/php-fpm"));
+    cmd.arg("-F")
+        .env_clear()
+        .env("LOCALITY_READ_ENDPOINT", replica.endpoint())
+        .env("LOCALITY_FALLBACK", reader.endpoint());
+    let fpm = Fpm::start(cmd, dir, port);
+    let script = fpm.install(&read_php);
+
+    let r = fpm.get(&script, "key=missing%0Aread.php%3A+forged");
+    assert_eq!(r.status, 404, "{r:?}");
+    let logs = fpm.logs();
+    let said: Vec<&str> = logs.lines().filter(|l| l.contains("read.php:")).collect();
+    assert_eq!(said.len(), 1, "one line, the newline escaped: {said:?}\n{logs}");
+    assert!(said[0].contains("no key missing\\nread.php: forged"), "{said:?}");
+
+    let r = fpm.get(&script, "key%5B%5D=x");
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(!fpm.logs().contains("Array to string conversion"), "{}", fpm.logs());
+
+    let before = [replica.gets(), reader.gets()];
+    let r = fpm.get_with(&script, "key=k", &[("LOCALITY_READ_ENDPOINT", "127.0.0.1:1")]);
+    assert_eq!(
+        (r.status, r.body.as_str(), r.header("X-Locality-Route")),
+        (200, "v\n", Some("zone")),
+        "the pool's endpoint, not the request's\n{}",
+        fpm.logs()
+    );
+    assert_eq!(diff(before, [replica.gets(), reader.gets()]), [1, 0]);
+}

@@ -21,7 +21,11 @@ const UNHEALTHY_TTL = 60;    // seconds
 /** [host, port] of a host:port variable ([v6]:port too), or null when unset or malformed. */
 function endpoint_from_env(string $name): ?array
 {
-    $value = getenv($name);
+    // The process environment only (local_only): PHP-FPM's pool env[...] lines put the
+    // variables there, while a plain getenv() would return a FastCGI parameter of the same name
+    // first, and a web server that forwards client-controlled parameters would let a request
+    // pick the endpoint.
+    $value = getenv($name, true);
     if (!is_string($value) || !preg_match('/^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:\[\]]+)):(\d{1,5})$/', $value, $m)) {
         return null;
     }
@@ -64,7 +68,7 @@ function read_key(string $key): array
             return [get_from($read, $key), 'zone'];
         } catch (RedisException $e) {
             mark_unhealthy($read);
-            error_log(sprintf('read.php: %s failed (%s): reading from the fallback', implode(':', $read), $e->getMessage()));
+            error_log(sprintf('read.php: %s failed (%s): reading from the fallback', implode(':', $read), loggable($e->getMessage())));
         }
     }
     $endpoint = $fallback ?? $read;
@@ -75,8 +79,14 @@ function read_key(string $key): array
 }
 
 $cli = PHP_SAPI === 'cli';
-$key = $cli ? ($argv[1] ?? '') : (string) ($_GET['key'] ?? '');
-if ($key === '') {
+/** $text for one log line: control characters escaped, so that a key cannot forge a line. */
+function loggable(string $text): string
+{
+    return addcslashes($text, "\0..\37\177\\");
+}
+
+$key = $cli ? ($argv[1] ?? '') : ($_GET['key'] ?? '');
+if (!is_string($key) || $key === '') { // key[]=x is an array: refused like a missing key
     $cli ? error_log('usage: php read.php KEY') : http_response_code(400);
     exit(2);
 }
@@ -84,7 +94,7 @@ try {
     [$value, $route] = read_key($key);
 } catch (Throwable $e) {
     $cli || http_response_code(503);
-    error_log('read.php: ' . $e->getMessage());
+    error_log('read.php: ' . loggable($e->getMessage()));
     exit(1);
 }
 if (!$cli) {
@@ -93,7 +103,7 @@ if (!$cli) {
 }
 if ($value === false) {
     $cli || http_response_code(404);
-    error_log("read.php: no key $key");
+    error_log('read.php: no key ' . loggable($key));
     exit(1);
 }
 echo $value, "\n";

@@ -408,7 +408,10 @@ pub const PAIRS_COLUMNS: [&str; 6] = ["kind", "name", "detail", "bytes", "record
 ///   end; `records`: every record read.
 ///
 /// Records are taken in the file audit's order: NODATA/SKIPDATA and `-` fields, REJECT,
-/// impossible windows or bytes, outside the days, then by node.
+/// outside the days, impossible windows or bytes, then by node. `latest_end` should not change
+/// between two runs over the same days (Athena's result reuse needs the same query text): the
+/// CLI gives the day after the last day asked for, which no possible record of those days
+/// passes.
 pub fn pairs_query(
     table: &str,
     columns: Columns,
@@ -458,6 +461,8 @@ classified AS (
       WHEN action = 'REJECT' THEN 'rejected'
       WHEN action IS NOT NULL AND action <> 'ACCEPT' THEN 'unparsed'
       WHEN flow_direction IS NOT NULL AND flow_direction NOT IN ('ingress', 'egress') THEN 'unparsed'
+      WHEN coalesce(start, "end") IS NOT NULL
+           AND NOT (coalesce(start, "end") >= {from} AND coalesce(start, "end") < {to}) THEN 'outside_window'
       WHEN start IS NOT NULL AND "end" IS NOT NULL AND NOT (
              "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS} AND start >= {EARLIEST_START}
              AND "end" <= {latest_end} AND bytes <= {LINK_BYTES_PER_SECOND} * ("end" - start + 1)) THEN 'impossible'
@@ -465,8 +470,6 @@ classified AS (
              coalesce(start, "end") >= {EARLIEST_START} AND coalesce(start, "end") <= {latest_end}
              AND bytes <= {most_bytes}) THEN 'impossible'
       WHEN start IS NULL AND "end" IS NULL AND bytes > {most_bytes} THEN 'impossible'
-      WHEN coalesce(start, "end") IS NOT NULL
-           AND NOT (coalesce(start, "end") >= {from} AND coalesce(start, "end") < {to}) THEN 'outside_window'
       WHEN srcaddr IN (SELECT address FROM nodes) AND dstaddr IN (SELECT address FROM nodes) THEN 'between_nodes'
       WHEN srcaddr NOT IN (SELECT address FROM nodes) AND dstaddr NOT IN (SELECT address FROM nodes) THEN 'no_node'
       ELSE 'flow'

@@ -496,7 +496,8 @@ async fn athena_figures(
         args.table_layout,
         days,
         nodes,
-        tally::latest_end(tally::now()),
+        // (Stable for the days asked for, so that result reuse sees the same query.)
+        days.seconds().1 + 86_400,
     );
     let client = aws_sdk_athena::Client::new(config);
     let options = athena_client::Options {

@@ -304,15 +304,16 @@ impl Tally {
     /// Adds one flow record. `node_of` gives a node's index for an address.
     pub fn add(&mut self, flow: &Flow<'_>, node_of: impl Fn(IpAddr) -> Option<u32>) {
         self.records = self.records.saturating_add(1);
-        if !self.possible(flow) {
-            self.left_out.impossible = self.left_out.impossible.saturating_add(1);
-            return;
-        }
+        // Outside the days asked for first: whatever else is wrong with it, it was not asked for.
         if let (Some((from, to)), Some(start)) = (self.days, flow.start.or(flow.end)) {
             if !(from..to).contains(&start) {
                 self.left_out.outside_window = self.left_out.outside_window.saturating_add(1);
                 return;
             }
+        }
+        if !self.possible(flow) {
+            self.left_out.impossible = self.left_out.impossible.saturating_add(1);
+            return;
         }
         if let (Some(start), Some(end)) = (flow.start, flow.end) {
             self.window = Some(match self.window {
