@@ -6,7 +6,8 @@ line, as S3 delivery writes them; a VPC-wide log: every flow at the client's and
 interface), then measures in one run, on this machine:
   - the floor: `gzip -dc` of every file, one after the other (one core);
   - `locality audit --threads 1` over the same files (one core), and with one thread per core;
-  - the audit of one file alone, for the memory: peak RSS must not grow with the records read.
+  - the audit of one file alone and of all of them, for the memory: peak RSS grows with the
+    distinct (client, node, interface, window) keys the records hold (the guide's figures).
 Prints records/s and the ratios to the floor (goal: at most 1.5x on one core, below it with
 several cores).
 
