@@ -2019,7 +2019,8 @@ fn athena_days(root: &Path, days: std::ops::Range<u64>) -> Vec<Truth> {
 /// - results paged 4 rows at a time: the same report;
 /// - a FAILED query: exit 1 with Athena's reason and the query id, nothing on stdout;
 /// - polls throttled (TooManyRequestsException) five times: retried, the same report;
-/// - a query kept RUNNING and SIGINT: StopQueryExecution is sent, exit 130; kept RUNNING past
+/// - the Hive-compatible table (`--table-layout hive`): the same report;
+/// - a query kept RUNNING and SIGINT or SIGTERM: StopQueryExecution is sent, exit 130; kept RUNNING past
 ///   `--athena-timeout 2s`: stopped, exit 1 naming the flag;
 /// - hostile results (a forged share column, non-numeric bytes, a row that does not add up):
 ///   exit 1 naming what is wrong, nothing on stdout.
@@ -2113,6 +2114,18 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
     assert_eq!(second["athena"]["cost_usd"].as_f64(), Some(10e6 / 1e12 * 5.0));
     assert_eq!(second["in_zone_share"], first["in_zone_share"]);
 
+    // The Hive-compatible layout (`--table-layout hive`): the same day's report, a third scanned.
+    let standin = StandIn::start(&logs, &["--hive"]);
+    let out = run(&standin, &["--table-layout", "hive"]);
+    assert!(out.status.success(), "hive: {}", text(&out.stderr));
+    let hive: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scanned = hive["athena"]["data_scanned_bytes"].as_u64().unwrap();
+    assert!(
+        scanned * 5 / 2 < total && scanned * 4 > total,
+        "hive: {scanned} of {total}"
+    );
+    assert_eq!(comparable(&hive), comparable(&reports[0]), "hive and projected");
+
     // FAILED.
     let standin = StandIn::start(&logs, &["--fail", "HIVE_BAD_DATA: Error parsing field value"]);
     let out = run(&standin, &[]);
@@ -2124,37 +2137,41 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
         "{said}"
     );
 
-    // RUNNING, then SIGINT; RUNNING past the deadline.
-    let standin = StandIn::start(&logs, &["--hold"]);
-    let env = standin.env();
-    let all = args(&[]);
-    let child = Command::new(locality())
-        .arg("audit")
-        .args(&all)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !standin.calls().iter().any(|c| c == "GetQueryExecution") {
-        assert!(std::time::Instant::now() < deadline, "no poll");
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    // RUNNING, then SIGINT or SIGTERM; RUNNING past the deadline.
+    for signal in ["INT", "TERM"] {
+        let standin = StandIn::start(&logs, &["--hold"]);
+        let env = standin.env();
+        let all = args(&[]);
+        let child = Command::new(locality())
+            .arg("audit")
+            .args(&all)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !standin.calls().iter().any(|c| c == "GetQueryExecution") {
+            assert!(std::time::Instant::now() < deadline, "no poll");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "SIG{signal}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty());
+        assert!(
+            standin.calls().iter().any(|c| c == "StopQueryExecution"),
+            "{:?}",
+            standin.calls()
+        );
+        assert!(
+            text(&out.stderr).contains("stopped (StopQueryExecution)"),
+            "{}",
+            text(&out.stderr)
+        );
     }
-    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
-    assert!(out.stdout.is_empty());
-    assert!(
-        standin.calls().iter().any(|c| c == "StopQueryExecution"),
-        "{:?}",
-        standin.calls()
-    );
-    assert!(
-        text(&out.stderr).contains("stopped (StopQueryExecution)"),
-        "{}",
-        text(&out.stderr)
-    );
     let standin = StandIn::start(&logs, &["--hold"]);
     let started = std::time::Instant::now();
     let out = run(&standin, &["--athena-timeout", "2s"]);
