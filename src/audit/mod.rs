@@ -191,29 +191,37 @@ enum Failure {
     Interrupted(String),
 }
 
-fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Failure> {
+/// The flags, checked: every usage error is said before anything is read.
+struct Checked {
+    fields: Layout,
+    locations: Vec<Location>,
+    days: Option<days::Days>,
+}
+
+fn check(args: &AuditArgs) -> Result<Checked, Failure> {
+    let usage = |message: String| Err(Failure::Usage(message));
     if let Some(min) = args.min_share {
         if !(0.0..=1.0).contains(&min) {
-            return Err(Failure::Usage(format!(
+            return usage(format!(
                 "--min-share {min} is not a share: give a number from 0 to 1, e.g. --min-share 0.95"
-            )));
+            ));
         }
     }
     if !(args.price_per_gb.is_finite() && args.price_per_gb >= 0.0) {
-        return Err(Failure::Usage(format!(
+        return usage(format!(
             "--price-per-gb {} is not a price: give USD per GB, e.g. --price-per-gb 0.01",
             args.price_per_gb
-        )));
+        ));
+    }
+    if !(args.athena_price_per_tb.is_finite() && args.athena_price_per_tb >= 0.0) {
+        return usage(format!(
+            "--athena-price-per-tb {} is not a price: give USD per TB scanned, e.g. 5",
+            args.athena_price_per_tb
+        ));
     }
     athena::check_table(&args.table).map_err(Failure::Usage)?;
     let days = days::Days::from_flags(args.since.as_deref(), args.until.as_deref(), tally::now(), args.athena)
         .map_err(Failure::Usage)?;
-    if !(args.athena_price_per_tb.is_finite() && args.athena_price_per_tb >= 0.0) {
-        return Err(Failure::Usage(format!(
-            "--athena-price-per-tb {} is not a price: give USD per TB scanned, e.g. 5",
-            args.athena_price_per_tb
-        )));
-    }
     let fields = match &args.fields {
         Some(fields) => Layout::from_header(fields).map_err(|e| Failure::Usage(format!("--fields: {e}")))?,
         None => Layout::default_format(),
@@ -223,20 +231,64 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         .iter()
         .map(|l| Location::parse(l).map_err(|e| Failure::Usage(format!("--flow-logs: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(SqlEngine::Athena) = args.print_ddl {
-        return print_ddl(args, &locations, out);
-    }
-    let map_given = args.map.as_deref().unwrap_or_default();
-    let source = MapSource::parse(map_given).map_err(|e| Failure::Usage(format!("--map: {e}")))?;
+    Ok(Checked {
+        fields,
+        locations,
+        days,
+    })
+}
+
+/// The nodes of the map (`--map`), with its warnings said.
+fn nodes(args: &AuditArgs, err: &mut dyn Write) -> Result<Vec<topology::Node>, Failure> {
+    let given = args.map.as_deref().unwrap_or_default();
+    let source = MapSource::parse(given).map_err(|e| Failure::Usage(format!("--map: {e}")))?;
     let (text, notes) = source
         .read_noting(Duration::from_secs(30))
-        .map_err(|e| Failure::Error(format!("--map {map_given}: {e}")))?;
+        .map_err(|e| Failure::Error(format!("--map {given}: {e}")))?;
     for note in notes {
         let _ = writeln!(err, "locality audit: warning: {note}");
     }
-    let map = ReplicaMap::parse(&text).map_err(|e| Failure::Error(format!("--map {map_given}: {e}")))?;
-    let nodes = topology::nodes_of(&map).map_err(|e| Failure::Error(format!("--map {map_given}: {e}")))?;
+    let map = ReplicaMap::parse(&text).map_err(|e| Failure::Error(format!("--map {given}: {e}")))?;
+    topology::nodes_of(&map).map_err(|e| Failure::Error(format!("--map {given}: {e}")))
+}
 
+/// The subnets (`--subnets`, else DescribeSubnets), with a warning when none is known.
+fn subnets(
+    args: &AuditArgs,
+    runtime: &tokio::runtime::Runtime,
+    config: Option<&aws_config::SdkConfig>,
+    err: &mut dyn Write,
+) -> Result<Subnets, Failure> {
+    let subnets = match (&args.subnets, config) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?;
+            Subnets::from_json(&text).map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?
+        }
+        (None, Some(config)) => runtime
+            .block_on(topology::describe_subnets(config))
+            .map_err(Failure::Error)?,
+        (None, None) => return Err(Failure::Error("no AWS configuration for DescribeSubnets".into())),
+    };
+    if subnets.all().is_empty() {
+        let _ = writeln!(
+            err,
+            "locality audit: warning: no subnet is known: every client counts as zone unknown, and the share is undefined"
+        );
+    }
+    Ok(subnets)
+}
+
+fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Failure> {
+    let Checked {
+        fields,
+        locations,
+        days,
+    } = check(args)?;
+    if let Some(SqlEngine::Athena) = args.print_ddl {
+        return print_ddl(args, &locations, out);
+    }
+    let nodes = nodes(args, err)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -259,56 +311,53 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     } else {
         None
     };
-    let subnets = match &args.subnets {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?;
-            Subnets::from_json(&text).map_err(|e| Failure::Error(format!("--subnets {}: {e}", path.display())))?
-        }
-        None => match &config {
-            Some(config) => runtime
-                .block_on(topology::describe_subnets(config))
-                .map_err(Failure::Error)?,
-            None => return Err(Failure::Error("no AWS configuration for DescribeSubnets".into())),
-        },
+    let subnets = subnets(args, &runtime, config.as_ref(), err)?;
+    let columns = athena::Columns {
+        interface_id: fields.interface_id.is_some(),
+        flow_direction: fields.flow_direction.is_some(),
     };
-    if subnets.all().is_empty() {
-        let _ = writeln!(
-            err,
-            "locality audit: warning: no subnet is known: every client counts as zone unknown, and the share is undefined"
-        );
-    }
-
-    if let Some(SqlEngine::Athena) = args.print_sql {
+    let figures = if let Some(SqlEngine::Athena) = args.print_sql {
         let latest_end = tally::latest_end(tally::now());
-        let _ = write!(
-            out,
-            "{}",
-            athena::query(
-                &args.table,
-                athena::Columns {
-                    interface_id: fields.interface_id.is_some(),
-                    flow_direction: fields.flow_direction.is_some(),
-                },
-                &nodes,
-                &subnets,
-                args.price_per_gb,
-                latest_end
-            )
-        );
+        let sql = athena::query(&args.table, columns, &nodes, &subnets, args.price_per_gb, latest_end);
+        let _ = write!(out, "{sql}");
         return Ok(0);
-    }
-
-    if args.athena {
+    } else if args.athena {
         let (Some(config), Some(days)) = (&config, &days) else {
             return Err(Failure::Error("no AWS configuration for Athena".into()));
         };
-        let figures = runtime.block_on(athena_figures(args, config, days, &nodes, &subnets, &fields, err))?;
-        drop(runtime);
-        return Ok(render(args, &figures, out, err));
-    }
+        runtime.block_on(athena_figures(args, config, days, &nodes, &subnets, &fields, err))?
+    } else {
+        file_figures(
+            args,
+            &locations,
+            &runtime,
+            config.as_ref(),
+            &nodes,
+            &subnets,
+            &fields,
+            days,
+            err,
+        )?
+    };
+    drop(runtime);
+    Ok(render(args, &figures, out, err))
+}
 
-    let s3 = config.as_ref().map(|c| {
+/// The audit over files and S3 objects: every input listed, read (several at once) and counted,
+/// and the figures of the counts.
+#[allow(clippy::too_many_arguments)]
+fn file_figures(
+    args: &AuditArgs,
+    locations: &[Location],
+    runtime: &tokio::runtime::Runtime,
+    config: Option<&aws_config::SdkConfig>,
+    nodes: &[topology::Node],
+    subnets: &Subnets,
+    fields: &Layout,
+    days: Option<days::Days>,
+    err: &mut dyn Write,
+) -> Result<Figures, Failure> {
+    let s3 = config.map(|c| {
         let mut builder = aws_sdk_s3::config::Builder::from(c);
         if path_style(c) {
             builder = builder.force_path_style(true);
@@ -365,7 +414,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let reading = Reading {
         nodes: &node_index,
-        fields: &fields,
+        fields,
         s3: s3.as_ref().map(|c| (c, runtime.handle().clone())),
         threads,
         progress: &progress,
@@ -375,8 +424,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let tally = tally?;
-    let figures = Figures::compute(&tally, &nodes, &subnets, args.price_per_gb);
+    let figures = Figures::compute(&tally?, nodes, subnets, args.price_per_gb);
     if let Some(first) = &figures.first_skipped {
         let _ = writeln!(
             err,
@@ -384,7 +432,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
             figures.left_out.unparsed_lines
         );
     }
-    Ok(render(args, &figures, out, err))
+    Ok(figures)
 }
 
 /// `--print-ddl athena`: the table for the flow logs at the one `--flow-logs`, in their format.
