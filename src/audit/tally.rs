@@ -31,7 +31,7 @@
 //! with the bytes: consecutive records of one key (a request and its answer) share an entry,
 //! so a day of a pair's minutes is about 1,440 entries of 40 bytes at each end. The time each
 //! record was captured is what lets a flow be counted once when the coverage changes during
-//! the window; an audit past one machine's memory belongs in Athena (`--print-sql athena`).
+//! the window; an audit past one machine's memory belongs in Athena (`locality audit --athena`).
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
