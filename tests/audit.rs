@@ -2245,3 +2245,46 @@ fn walk_size(root: &Path) -> u64 {
     }
     total
 }
+
+/// Issue 58, item 9: a small gzip of many tiny lines (the issue's attacker: 10^9 one-byte lines
+/// in 1.9 MB took 77.6 s of CPU). Past `--max-lines-per-file` the file stops the audit with a
+/// sentence naming it, escaped; below it, the lines count as unparsed, as before.
+#[test]
+fn a_file_past_max_lines_per_file_stops_the_audit_naming_it() {
+    let f = Fixture::new();
+    let folder = f.dir.path().join("tiny-lines");
+    std::fs::create_dir_all(&folder).unwrap();
+    let name = folder.join("bomb\u{1b}[31m.log.gz");
+    std::fs::write(&name, gzip(&"x\n".repeat(5_000))).unwrap();
+    let args = |max: &str| {
+        vec![
+            "--map".to_string(),
+            f.path("map.json"),
+            "--subnets".to_string(),
+            f.path("subnets.json"),
+            "--flow-logs".to_string(),
+            folder.display().to_string(),
+            "--format".to_string(),
+            "json".to_string(),
+            "--max-lines-per-file".to_string(),
+            max.to_string(),
+        ]
+    };
+    let run = |max: &str| {
+        let args = args(max);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        audit(&args, &[])
+    };
+    let out = run("1000");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("more than 1000 lines (--max-lines-per-file)") && said.contains("bomb\\u{1b}[31m.log.gz"),
+        "{said}"
+    );
+    assert!(!said.contains('\u{1b}'), "the name is escaped: {said}");
+    let out = run("100000");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["skipped"]["unparsed_lines"], 5_000, "{}", text(&out.stderr));
+}

@@ -134,6 +134,11 @@ pub struct AuditArgs {
     /// with an error naming the bucket and prefix.
     #[arg(long = "max-objects", value_name = "N", default_value_t = 1_000_000)]
     max_objects: u64,
+    /// The most lines one file or object may have: a gzip of tiny lines expands to billions (a
+    /// flow-log file holds a few million records at most); past it the audit stops, naming the
+    /// file.
+    #[arg(long = "max-lines-per-file", value_name = "N", default_value_t = 100_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    max_lines_per_file: u64,
     /// How many files or objects are read at once (default: the number of cores).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -419,6 +424,7 @@ fn file_figures(
         threads,
         progress: &progress,
         days: days.map(|d| d.seconds()),
+        max_lines: args.max_lines_per_file,
     };
     let tally = read::read_all(&inputs, &reading).map_err(Failure::Error);
     if let Some(bar) = &bar {

@@ -219,6 +219,8 @@ pub struct Reading<'a> {
     pub progress: &'a (dyn Fn(u64) + Sync),
     /// The seconds of the days asked for (`--since`, `--until`), `[from, to)`.
     pub days: Option<(u64, u64)>,
+    /// The most lines one file or object may have (`--max-lines-per-file`).
+    pub max_lines: u64,
 }
 
 /// The longest line kept (64 KiB; a record is a few hundred bytes, a header line a few
@@ -373,6 +375,13 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
             break;
         }
         number += 1;
+        if number > reading.max_lines {
+            return Err(format!(
+                "{}: more than {} lines (--max-lines-per-file): stopped, nothing of it is counted; a flow-log file holds a few million at most (raise the flag for a larger one)",
+                super::report::printable(&name),
+                reading.max_lines
+            ));
+        }
         if !whole {
             tally.skip(
                 &name,
