@@ -48,6 +48,11 @@ fn inject_groups(moto: &Moto, groups: &[(&str, String, String)]) {
             })
         })
         .collect();
+    inject_days(moto, days);
+}
+
+/// Queues `days` (ResultsByTime entries) as moto's next GetCostAndUsage answer.
+fn inject_days(moto: &Moto, days: Vec<serde_json::Value>) {
     let body = serde_json::json!({"results": [{"ResultsByTime": days, "DimensionValueAttributes": []}]}).to_string();
     let mut s = std::net::TcpStream::connect(moto.endpoint.trim_start_matches("http://")).unwrap();
     write!(
@@ -500,4 +505,59 @@ fn a_silent_cost_explorer_ends_at_the_reads_deadline() {
         out.contains("Invalid timeout") && out.contains("\"forever\" is not a timeout"),
         "{out}"
     );
+}
+
+/// Issue 58, item 5: large finite amounts and days that are not dates. One amount of 1e300 and
+/// two of f64::MAX passed the NaN check, then the sums and their rounding overflowed: total_usd
+/// and average_daily_usd became null with no warning and the page's check block failed the plan.
+/// A day whose start held a newline and ESC showed raw in the plan. Now amounts above 10^12 a
+/// day are left out with a warning naming them, days that are not YYYY-MM-DD are left out with a
+/// warning showing them escaped, the totals stay numbers and the check block passes.
+#[test]
+fn huge_amounts_and_days_that_are_not_dates_are_left_out_and_said() {
+    let moto = Moto::start();
+    let group = |usd: &str| {
+        serde_json::json!({"Keys": ["APN1-DataTransfer-Regional-Bytes"],
+            "Metrics": {"UnblendedCost": {"Amount": usd, "Unit": "USD"},
+                        "UsageQuantity": {"Amount": "1", "Unit": "GB"}}})
+    };
+    let day = |start: &str, groups: Vec<serde_json::Value>| serde_json::json!({"TimePeriod": {"Start": start, "End": "2026-12-01"}, "Total": {}, "Groups": groups, "Estimated": false});
+    inject_days(
+        &moto,
+        vec![
+            day("2026-11-24", vec![group("1e300")]),
+            day(
+                "2026-11-25",
+                vec![group("1.7976931348623157e308"), group("1.7976931348623157e308")],
+            ),
+            day("2026-11-26", vec![group("3")]),
+            day("2026-11-27\n\u{1b}[31mforged", vec![group("5")]),
+        ],
+    );
+    let tf = terraform(
+        &moto,
+        "data \"locality_cross_zone_cost\" \"week\" {\n  start_date = \"2026-11-24\"\n  end_date   = \"2026-12-01\"\n}\n\n\
+         output \"total_usd\" {\n  value = data.locality_cross_zone_cost.week.total_usd\n}\n\n\
+         output \"dates\" {\n  value = join(\",\", data.locality_cross_zone_cost.week.daily[*].date)\n}\n\n\
+         check \"budget\" {\n  assert {\n    condition     = data.locality_cross_zone_cost.week.average_daily_usd <= 25\n    error_message = \"over\"\n  }\n}\n",
+    );
+    let apply = tf.run(&["apply", "-auto-approve", "-input=false"]);
+    assert_eq!(apply.code, 0, "{}", apply.all());
+    let all = apply.all();
+    assert!(!all.contains('\u{1b}'), "no raw ESC in the plan: {all}");
+    let words = all.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("at most 10^12"), "{words}");
+    assert!(
+        words.contains("2026-11-24 APN1-DataTransfer-Regional-Bytes UnblendedCost = \"1e300\"")
+            && words.contains("2026-11-25 APN1-DataTransfer-Regional-Bytes UnblendedCost = \"1.7976931348623157e308\""),
+        "{words}"
+    );
+    assert!(
+        words.contains("Warning: Days that are not dates were left out"),
+        "{words}"
+    );
+    assert!(words.contains("2026-11-27\\n\\u{1b}[31mforged"), "{words}");
+    assert!(!words.contains("must not be null"), "{words}");
+    assert_eq!(tf.output("total_usd"), "3");
+    assert_eq!(tf.output("dates"), "2026-11-24,2026-11-25,2026-11-26");
 }

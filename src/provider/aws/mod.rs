@@ -188,6 +188,26 @@ pub struct CostReport {
     /// Amounts that are not a finite, non-negative number, left out of the sums: `day usage
     /// type metric = amount`.
     pub bad_amounts: Vec<String>,
+    /// Days whose `TimePeriod.Start` is not a `YYYY-MM-DD` date, escaped: left out.
+    pub bad_dates: Vec<String>,
+}
+
+/// The most one usage type's amount may be on one day (USD or GB): 10^12.
+pub const MOST_DAILY_AMOUNT: f64 = 1e12;
+
+/// Whether `text` is a `YYYY-MM-DD` date as Cost Explorer writes them.
+fn is_date(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() == 10
+        && bytes.iter().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                *b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        })
+        && matches!(text[5..7].parse::<u8>(), Ok(1..=12))
+        && matches!(text[8..10].parse::<u8>(), Ok(1..=31))
 }
 
 /// Most pages of one GetCostAndUsage query (a year of days grouped by usage type is a few).
@@ -568,6 +588,14 @@ impl Aws {
                 let Some(date) = result.time_period().map(|p| p.start().to_string()) else {
                     continue;
                 };
+                if !is_date(&date) {
+                    if report.bad_dates.len() < 20 {
+                        report
+                            .bad_dates
+                            .push(date.chars().take(40).flat_map(char::escape_debug).collect());
+                    }
+                    continue;
+                }
                 let day = by_date.entry(date.clone()).or_default();
                 for group in result.groups() {
                     let usage_type = group.keys().join(" ");
@@ -578,7 +606,9 @@ impl Aws {
                             .and_then(|v| v.amount())
                             .unwrap_or("0");
                         match text.trim().parse::<f64>() {
-                            Ok(value) if value.is_finite() && value >= 0.0 => value,
+                            // At most 10^12 (USD or GB) a day for one usage type: more than any
+                            // account's; past it the sums and their rounding would overflow.
+                            Ok(value) if value.is_finite() && (0.0..=MOST_DAILY_AMOUNT).contains(&value) => value,
                             _ => {
                                 if report.bad_amounts.len() < 20 {
                                     let shown: String = text.chars().take(40).collect();

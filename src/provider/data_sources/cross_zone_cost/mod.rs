@@ -214,8 +214,17 @@ impl DataSource<ProviderData> for CrossZoneCost {
             diags.warning(
                 "Amounts that are not numbers were left out",
                 format!(
-                    "Cost Explorer gave amounts that are not a finite, non-negative number; they are left out of total_usd, total_gb and average_daily_usd: {}.",
+                    "Cost Explorer gave amounts that are not a finite, non-negative number of at most 10^12 (USD or GB a day); they are left out of total_usd, total_gb and average_daily_usd: {}.",
                     report.bad_amounts.join("; ")
+                ),
+            );
+        }
+        if !report.bad_dates.is_empty() {
+            diags.warning(
+                "Days that are not dates were left out",
+                format!(
+                    "Cost Explorer gave days whose start is not a YYYY-MM-DD date; they are left out of daily and every total: {}.",
+                    report.bad_dates.join("; ")
                 ),
             );
         }
