@@ -2288,3 +2288,49 @@ fn a_file_past_max_lines_per_file_stops_the_audit_naming_it() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["skipped"]["unparsed_lines"], 5_000, "{}", text(&out.stderr));
 }
+
+/// Issue 58, item 4: DescribeSubnets pages that never end. The SDK's paginator stopped only on
+/// the same token twice in a row: tokens alternating A/B made 1,261 requests in 40 s and went
+/// on. Now a token given before ends the audit at once (page 3, 3 requests), and a new token on
+/// every page ends it past 100 pages (100 requests), each with a sentence pointing at
+/// `--subnets`.
+#[test]
+fn describe_subnets_pages_end() {
+    use common::fault_proxy::{Fault, FaultProxy};
+    let f = Fixture::new();
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for (alternating, expected, requests) in [
+        (true, "a page token it had given before (page 3)", 3),
+        (false, "more than 100 pages", 100),
+    ] {
+        let proxy = runtime.block_on(FaultProxy::start(&moto.endpoint));
+        {
+            let mut state = proxy.state.lock().unwrap();
+            for n in 0..150 {
+                let token = match (alternating, n % 2) {
+                    (true, 0) => "A".to_string(),
+                    (true, _) => "B".to_string(),
+                    (false, _) => format!("page-{n}"),
+                };
+                state.faults.push_back(Fault::Answer(format!(
+                    r#"<DescribeSubnetsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r{n}</requestId><subnetSet><item><subnetId>subnet-{n}</subnetId><cidrBlock>10.0.1.0/24</cidrBlock><availabilityZone>ap-northeast-1a</availabilityZone></item></subnetSet><nextToken>{token}</nextToken></DescribeSubnetsResponse>"#
+                )));
+            }
+        }
+        let mut env: Vec<(&str, &str)> = ENV.to_vec();
+        let endpoint = proxy.endpoint();
+        env.push(("AWS_ENDPOINT_URL", &endpoint));
+        let started = std::time::Instant::now();
+        let out = audit(&["--map", &f.path("map.json"), "--flow-logs", &f.path("default")], &env);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let said = text(&out.stderr);
+        assert!(said.contains(expected) && said.contains("--subnets FILE"), "{said}");
+        let asked = proxy.state.lock().unwrap().actions.len();
+        assert_eq!(asked, requests, "{said}");
+        eprintln!(
+            "DescribeSubnets, {expected}: {asked} requests in {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -197,10 +197,35 @@ pub fn same_zone(subnet: &Subnet, node: &Node) -> bool {
 /// The AWS error's sentence.
 pub async fn describe_subnets(config: &aws_config::SdkConfig) -> Result<Subnets, String> {
     let client = aws_sdk_ec2::Client::new(config);
-    let mut pages = client.describe_subnets().into_paginator().send();
+    // The pages end: at most SUBNET_PAGES_MAX of them, never a token given before, and all
+    // within SUBNET_DEADLINE (the SDK's paginator stops only on the same token twice in a row,
+    // so tokens alternating A/B went on for ever).
+    let started = std::time::Instant::now();
+    let mut tokens: HashSet<String> = HashSet::new();
+    let mut token: Option<String> = None;
     let mut subnets = Vec::new();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(|e| locality_resolve::aws_error::describe("ec2:DescribeSubnets", &e))?;
+    for page_number in 1.. {
+        if page_number > SUBNET_PAGES_MAX {
+            return Err(format!(
+                "ec2:DescribeSubnets gave more than {SUBNET_PAGES_MAX} pages (a region's subnets are a few pages of 1,000): stopped; give --subnets FILE"
+            ));
+        }
+        let left = SUBNET_DEADLINE.saturating_sub(started.elapsed());
+        let sent = client
+            .describe_subnets()
+            .max_results(1000)
+            .set_next_token(token.clone())
+            .send();
+        let page = match tokio::time::timeout(left, sent).await {
+            Ok(page) => page.map_err(|e| locality_resolve::aws_error::describe("ec2:DescribeSubnets", &e))?,
+            Err(_) => {
+                return Err(format!(
+                    "ec2:DescribeSubnets did not finish within {} s (page {page_number}): stopped; give --subnets FILE",
+                    SUBNET_DEADLINE.as_secs()
+                ))
+            }
+        };
+        let next = page.next_token.clone().filter(|t| !t.is_empty());
         for s in page.subnets.unwrap_or_default() {
             let zone = s.availability_zone.clone().unwrap_or_default();
             let blocks = s.cidr_block.iter().cloned().chain(
@@ -219,9 +244,23 @@ pub async fn describe_subnets(config: &aws_config::SdkConfig) -> Result<Subnets,
                 }
             }
         }
+        match next {
+            None => break,
+            Some(next) if !tokens.insert(next.clone()) => {
+                return Err(format!(
+                    "ec2:DescribeSubnets gave a page token it had given before (page {page_number}): stopped rather than ask for the same pages for ever; give --subnets FILE"
+                ));
+            }
+            Some(next) => token = Some(next),
+        }
     }
     Ok(Subnets::new(subnets))
 }
+
+/// The most pages of DescribeSubnets one audit reads.
+pub const SUBNET_PAGES_MAX: usize = 100;
+/// How long reading the subnets may take, every page included.
+pub const SUBNET_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
 
 #[cfg(test)]
 mod tests {
