@@ -14,8 +14,10 @@
 //! - `resolve`: what `locality resolve` reads: a replica map (then an endpoint chosen for a few
 //!   zones), metadata answers (IMDS, ECS, Lambda), `--zone`, `--map`, a shared secret's key;
 //! - `flow_log`: what `locality audit` reads: flow-log text (the first line as a header when it
-//!   is one, else the default format), counted and reported in every format; the same bytes
-//!   as `describe-subnets` JSON and as `--flow-logs` and `--fields` values.
+//!   is one, else the default format; after a first line of `describe-subnets` JSON, which then
+//!   gives the subnets), counted and reported in every format; the same bytes as
+//!   `describe-subnets` JSON and as `--flow-logs` and `--fields` values. No error sentence and
+//!   no line of a report holds a control, format or separator character raw.
 
 #![allow(dead_code, unreachable_pub)] // shared with the fuzz crate, where these items are its own
 
@@ -214,9 +216,21 @@ fn flow_log(data: &[u8]) {
     use locality::audit::tally::Tally;
     use locality::audit::topology::{Node, Subnets};
     let text = String::from_utf8_lossy(data);
-    let _ = locality::audit::read::Location::parse(&text);
-    let _ = Layout::from_header(&text);
-    let subnets = Subnets::from_json(&text).unwrap_or_default();
+    said("--flow-logs", locality::audit::read::Location::parse(&text).err());
+    said("the header", Layout::from_header(&text).err());
+    let subnets = Subnets::from_json(&text).unwrap_or_else(|e| {
+        said("subnets", Some(e));
+        Subnets::default()
+    });
+    // A first line that is `describe-subnets` JSON gives the subnets of the records after it
+    // (so that a zone from the subnets reaches the report's rows).
+    let (subnets, text) = match text.split_once('\n') {
+        Some((first, rest)) if first.starts_with('{') => match Subnets::from_json(first) {
+            Ok(first_subnets) => (first_subnets, std::borrow::Cow::Owned(rest.to_string())),
+            Err(_) => (subnets, text),
+        },
+        _ => (subnets, text),
+    };
     let mut lines = text.lines();
     let layout = match lines.clone().next() {
         Some(first) if Layout::is_header(first) => {
@@ -256,10 +270,7 @@ fn flow_log(data: &[u8]) {
         }
     }
     let figures = Figures::compute(&tally, &nodes, &subnets, 0.01);
-    let _ = figures.to_table();
-    let _ = figures.to_json();
-    let _ = figures.to_prometheus();
-    let _ = figures.why_no_share();
+    printed(&figures);
     let _ = locality::audit::athena::query(
         "vpc_flow_logs",
         locality::audit::athena::Columns::default(),
@@ -268,24 +279,60 @@ fn flow_log(data: &[u8]) {
         0.01,
         1_796_169_600,
     );
-    let _ = locality::audit::athena::check_table(&text);
+    said("--table", locality::audit::athena::check_table(&text).err());
     // Athena's side: the delivery location and the DDL of any format; rows of any shape (the
     // text's lines, split on tabs, `\N` for NULL) read into counts and rendered.
     if let Ok(delivery) = locality::audit::athena::Delivery::parse(&text) {
-        let _ = locality::audit::athena::ddl("vpc_flow_logs", &text, &delivery);
+        said(
+            "ddl",
+            locality::audit::athena::ddl("vpc_flow_logs", &text, &delivery).err(),
+        );
     }
-    let _ = locality::audit::days::Days::from_flags(Some(&text), Some(&text), 1_796_083_200, true);
+    said(
+        "--since",
+        locality::audit::days::Days::from_flags(Some(&text), Some(&text), 1_796_083_200, true).err(),
+    );
     let mut rows: Vec<Vec<Option<String>>> = text
         .lines()
         .map(|l| l.split('\t').map(|v| (v != "\\N").then(|| v.to_string())).collect())
         .collect();
     if !rows.is_empty() {
         let header = rows.remove(0);
-        if let Ok(counts) = locality::audit::athena_rows::counts(&header, &rows, &nodes) {
-            let figures = Figures::from_counts(&counts, &nodes, &subnets, 0.01);
-            let _ = figures.to_table();
-            let _ = figures.to_json();
-            let _ = figures.to_prometheus();
+        match locality::audit::athena_rows::counts(&header, &rows, &nodes) {
+            Ok(counts) => printed(&Figures::from_counts(&counts, &nodes, &subnets, 0.01)),
+            Err(e) => said("Athena's rows", Some(e)),
         }
+    }
+}
+
+/// An error sentence holds no control, format or separator character raw (general categories
+/// Cc, Cf, Zl, Zp: `locality_resolve::printable`), so it is one line whatever the input was.
+fn said(what: &str, error: Option<String>) {
+    if let Some(sentence) = error {
+        let raw = sentence.chars().find(|c| locality_resolve::printable::is_unsafe(*c));
+        assert!(raw.is_none(), "{what}: a raw {raw:?} in the error {sentence:?}");
+    }
+}
+
+/// Every rendering of the figures: no line holds such a character raw (each name from outside
+/// was escaped where it is written; the CLI's last pass is not counted on), and the JSON reads
+/// back as the value it renders.
+fn printed(figures: &locality::audit::report::Figures) {
+    use locality_resolve::printable::{is_unsafe, json_text};
+    let json = figures.to_json();
+    let json_printed = json_text(&json);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&json_printed).ok().as_ref(),
+        Some(&json)
+    );
+    let why = figures.why_no_share().unwrap_or_default();
+    for (what, text) in [
+        ("table", figures.to_table()),
+        ("prometheus", figures.to_prometheus()),
+        ("json", json_printed),
+        ("why", why),
+    ] {
+        let raw = text.chars().find(|c| *c != '\n' && is_unsafe(*c));
+        assert!(raw.is_none(), "{what}: a raw {raw:?} in {text:?}");
     }
 }

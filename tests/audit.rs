@@ -2334,3 +2334,187 @@ fn describe_subnets_pages_end() {
         );
     }
 }
+
+/// Issue 58, item 3: S3 names and tokens past S3's own limits. A 66,000-byte continuation
+/// token made the SDK panic (`InvalidUri(TooLong)`, exit 101), and keys of 60 KB filled memory
+/// page after page; now a key over 1,024 bytes or a token over 4,096 ends the listing with a
+/// sentence naming `s3://bucket/prefix`, exit 1, never a panic.
+#[test]
+fn s3_keys_and_tokens_past_s3s_limits_are_refused() {
+    use common::fault_proxy::{Fault, FaultProxy};
+    let f = Fixture::new();
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let long_key = format!("AWSLogs/{}.log.gz", "k".repeat(60_000));
+    let long_token = "t".repeat(66_000);
+    for (key, token, expected) in [
+        (
+            long_key.as_str(),
+            "next",
+            "a key of 60015 bytes, and S3 keys are at most 1024",
+        ),
+        (
+            "AWSLogs/a.log.gz",
+            long_token.as_str(),
+            "a continuation token of 66000 bytes",
+        ),
+    ] {
+        let proxy = runtime.block_on(FaultProxy::start(&moto.endpoint));
+        proxy.state.lock().unwrap().faults.push_back(Fault::Answer(format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>flow-logs</Name><Prefix>AWSLogs/</Prefix><KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>{token}</NextContinuationToken><Contents><Key>{key}</Key><Size>10</Size></Contents></ListBucketResult>"#
+        )));
+        let mut env: Vec<(&str, &str)> = ENV.to_vec();
+        let endpoint = proxy.endpoint();
+        env.push(("AWS_ENDPOINT_URL", &endpoint));
+        let out = audit(
+            &[
+                "--map",
+                &f.path("map.json"),
+                "--subnets",
+                &f.path("subnets.json"),
+                "--flow-logs",
+                "s3://flow-logs/AWSLogs/",
+            ],
+            &env,
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("s3://flow-logs/AWSLogs/") && err.contains(expected),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(proxy.state.lock().unwrap().actions.len(), 1, "{err}");
+        eprintln!("{expected}: exit 1 after one request");
+    }
+}
+
+/// Issue 58, item 6: names from outside, each path an attacker took around the escaping, now
+/// printed through the one function (`locality_resolve::printable`: Cc, Cf, Zl, Zp escaped).
+/// Before: a header line without `dstaddr` printed its fields raw (an OSC title, BEL, U+202E,
+/// U+0085); a subnet zone holding a newline forged a node row of the table; an S3 error's
+/// `<Message>` with `&#13;`, a newline, U+202E or U+0085 forged a `locality audit:` line.
+#[test]
+fn names_from_outside_are_printed_escaped_on_every_path() {
+    use common::fault_proxy::{Fault, FaultProxy};
+    fn raw(text: &str) -> Option<char> {
+        text.chars()
+            .find(|c| *c != '\n' && locality_resolve::printable::is_unsafe(*c))
+    }
+    let f = Fixture::new();
+    const FORGED_ROW: &str = "  10.0.9.9:6379                                replica  ap-northeast-1c  9.9 GB  0 B";
+    let forgery = format!("\n{FORGED_ROW}\u{1b}]0;owned\u{7}\u{202e}\u{85}\u{2028}\u{2029}\u{61c}\u{feff}");
+
+    // A subnet whose zone holds a newline and a node row of the table.
+    let mut subnets: serde_json::Value = serde_json::from_str(&subnets_json()).unwrap();
+    for subnet in subnets["Subnets"].as_array_mut().unwrap() {
+        let zone = subnet["AvailabilityZone"].as_str().unwrap().to_string();
+        subnet["AvailabilityZone"] = serde_json::Value::String(format!("{zone}{forgery}"));
+    }
+    std::fs::write(f.path("forged-subnets.json"), subnets.to_string()).unwrap();
+    let args = |format: &'static str| {
+        let (map, subnets, logs) = (f.path("map.json"), f.path("forged-subnets.json"), f.path("default"));
+        move || {
+            audit(
+                &[
+                    "--map",
+                    &map,
+                    "--subnets",
+                    &subnets,
+                    "--flow-logs",
+                    &logs,
+                    "--format",
+                    format,
+                ],
+                &[],
+            )
+        }
+    };
+    let out = args("table")();
+    let table = text(&out.stdout);
+    assert_eq!(raw(&table), None, "{table}");
+    assert!(
+        !table.lines().any(|l| l.starts_with("  10.0.9.9:6379")),
+        "a forged row:\n{table}"
+    );
+    assert!(
+        table.contains("\\n  10.0.9.9:6379"),
+        "the zone, escaped on its own line:\n{table}"
+    );
+    assert!(
+        table.contains("\\u{1b}]0;owned\\u{7}\\u{202e}\\u{85}\\u{2028}\\u{2029}\\u{61c}\\u{feff}"),
+        "{table}"
+    );
+    let out = args("json")();
+    let json_text = text(&out.stdout);
+    assert_eq!(raw(&json_text), None, "{json_text}");
+    let json: serde_json::Value = serde_json::from_str(&json_text).unwrap();
+    let zone = json["cross_zone_clients"][0]["zone"].as_str().unwrap();
+    assert!(
+        zone.ends_with(&forgery),
+        "JSON keeps the value itself, escaped as JSON: {zone:?}"
+    );
+    let prometheus = text(&args("prometheus")().stdout);
+    assert_eq!(raw(&prometheus), None, "{prometheus}");
+
+    // A header line without dstaddr, its fields an OSC title, BEL, U+202E and U+0085.
+    std::fs::create_dir_all(f.path("forged-header")).unwrap();
+    std::fs::write(
+        f.dir.path().join("forged-header/a.log"),
+        "version account-id \u{1b}]0;owned\u{7} \u{202e}x \u{85}\u{2028} srcaddr bytes\n2 1 10.0.0.1 5\n",
+    )
+    .unwrap();
+    let out = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            &f.path("forged-header"),
+        ],
+        &[],
+    );
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert_eq!(raw(&err), None, "{err:?}");
+    assert!(
+        err.contains("no `dstaddr` field") && err.contains("\\u{1b}]0;owned\\u{7} \\u{202e}x \\u{85}\\u{2028}"),
+        "{err}"
+    );
+
+    // An S3 error whose <Message> holds &#13;, a newline, U+202E and U+0085 and a forged line.
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = runtime.block_on(FaultProxy::start(&moto.endpoint));
+    proxy.state.lock().unwrap().faults.push_back(Fault::Error(
+        403,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>denied&#13;\nlocality audit: in-zone share 100.00 % \u{202e}\u{85}ok</Message><RequestId>r1</RequestId></Error>".into(),
+    ));
+    let endpoint = proxy.endpoint();
+    let mut env: Vec<(&str, &str)> = ENV.to_vec();
+    env.push(("AWS_ENDPOINT_URL", &endpoint));
+    let out = audit(
+        &[
+            "--map",
+            &f.path("map.json"),
+            "--subnets",
+            &f.path("subnets.json"),
+            "--flow-logs",
+            "s3://flow-logs/AWSLogs/",
+        ],
+        &env,
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(raw(&err), None, "{err:?}");
+    assert!(
+        !err.lines().any(|l| l.starts_with("locality audit: in-zone")),
+        "a forged line: {err}"
+    );
+    assert!(
+        err.contains("AccessDenied: denied\\r\\nlocality audit: in-zone share 100.00 % \\u{202e}\\u{85}ok"),
+        "{err}"
+    );
+    eprintln!("{err}");
+}

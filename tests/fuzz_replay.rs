@@ -34,8 +34,14 @@ fn mutate(rng: &mut fastrand::Rng, input: &[u8]) -> Vec<u8> {
                 out.remove(at);
             }
             3 => {
-                let pieces: [&[u8]; 8] = [
+                let pieces: [&[u8]; 14] = [
                     "東".as_bytes(),
+                    "\u{202e}".as_bytes(),
+                    "\u{2028}".as_bytes(),
+                    "\u{85}".as_bytes(),
+                    "\u{61c}".as_bytes(),
+                    "\u{feff}".as_bytes(),
+                    b"\x1b]0;t\x07",
                     "“".as_bytes(),
                     b"\0",
                     b"\"",

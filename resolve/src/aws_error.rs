@@ -182,8 +182,18 @@ where
     }
 }
 
-/// The cause of an SDK error, without the raw response.
+/// The cause of an SDK error, without the raw response, in one line: what the service said
+/// (its `<Message>` can hold anything, `&#13;` and U+202E among it) goes through
+/// [`crate::printable::printable`].
 pub fn cause<E, R>(error: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + Error + 'static,
+    R: std::fmt::Debug + 'static,
+{
+    crate::printable::printable(&raw_cause(error))
+}
+
+fn raw_cause<E, R>(error: &SdkError<E, R>) -> String
 where
     E: ProvideErrorMetadata + Error + 'static,
     R: std::fmt::Debug + 'static,

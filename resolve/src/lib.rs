@@ -37,6 +37,7 @@ pub mod glide;
 pub mod sidecar;
 // An I/O error in plain words (the lowest room: it uses nothing of this crate).
 mod io_problem;
+pub mod printable;
 pub mod source;
 // Directories and files no other local user can swap (owners and modes from the root down).
 #[cfg(unix)]

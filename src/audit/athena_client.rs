@@ -76,7 +76,7 @@ fn said<E: aws_sdk_athena::error::ProvideErrorMetadata + std::fmt::Display>(call
     };
     format!(
         "Athena {call}: {}",
-        text.chars().take(400).flat_map(char::escape_debug).collect::<String>()
+        locality_resolve::printable::printable_cut(&text, 400)
     )
 }
 
@@ -215,11 +215,7 @@ pub async fn run(
                     } else {
                         "was cancelled"
                     },
-                    reason
-                        .chars()
-                        .take(400)
-                        .flat_map(char::escape_debug)
-                        .collect::<String>()
+                    locality_resolve::printable::printable_cut(reason, 400)
                 )));
             }
             _ => {}

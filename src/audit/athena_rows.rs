@@ -18,9 +18,9 @@ pub type Row = Vec<Option<String>>;
 /// clients reading from ten nodes is ten million).
 pub const MOST_ROWS: usize = 20_000_000;
 
-/// Up to 40 characters of a value, every control or format character escaped.
+/// Up to 40 characters of a value, escaped ([`locality_resolve::printable`]).
 fn shown(value: &str) -> String {
-    value.chars().take(40).flat_map(char::escape_debug).collect()
+    locality_resolve::printable::printable_cut(value, 40)
 }
 
 /// A whole number as Athena prints one (decimal digits only).

@@ -49,7 +49,7 @@ impl Layout {
             find(name).ok_or_else(|| {
                 format!(
                     "the header line has no `{name}` field (a flow-log format needs srcaddr, dstaddr and bytes; it names: {})",
-                    names.join(" ")
+                    locality_resolve::printable::printable_cut(&names.join(" "), 400)
                 )
             })
         };

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use locality_resolve::document::ReplicaMap;
+use locality_resolve::printable::{json_text, printable_lines};
 use locality_resolve::source::MapSource;
 
 use self::flow_log::Layout;
@@ -175,15 +176,15 @@ pub fn run(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match audit(args, out, err) {
         Ok(status) => status,
         Err(Failure::Usage(message)) => {
-            let _ = writeln!(err, "locality audit: {message}");
+            let _ = writeln!(err, "locality audit: {}", printable_lines(&message));
             2
         }
         Err(Failure::Error(message)) => {
-            let _ = writeln!(err, "locality audit: {message}");
+            let _ = writeln!(err, "locality audit: {}", printable_lines(&message));
             1
         }
         Err(Failure::Interrupted(message)) => {
-            let _ = writeln!(err, "locality audit: {message}");
+            let _ = writeln!(err, "locality audit: {}", printable_lines(&message));
             130
         }
     }
@@ -251,7 +252,7 @@ fn nodes(args: &AuditArgs, err: &mut dyn Write) -> Result<Vec<topology::Node>, F
         .read_noting(Duration::from_secs(30))
         .map_err(|e| Failure::Error(format!("--map {given}: {e}")))?;
     for note in notes {
-        let _ = writeln!(err, "locality audit: warning: {note}");
+        let _ = writeln!(err, "locality audit: warning: {}", printable_lines(&note));
     }
     let map = ReplicaMap::parse(&text).map_err(|e| Failure::Error(format!("--map {given}: {e}")))?;
     topology::nodes_of(&map).map_err(|e| Failure::Error(format!("--map {given}: {e}")))
@@ -375,7 +376,7 @@ fn file_figures(
             Location::Path(path) => {
                 let (found, note) = read::local_inputs(path).map_err(Failure::Error)?;
                 if let Some(note) = note {
-                    let _ = writeln!(err, "locality audit: warning: {note}");
+                    let _ = writeln!(err, "locality audit: warning: {}", printable_lines(&note));
                 }
                 found
             }
@@ -434,8 +435,9 @@ fn file_figures(
     if let Some(first) = &figures.first_skipped {
         let _ = writeln!(
             err,
-            "locality audit: warning: {} line(s) skipped; the first: {first}",
-            figures.left_out.unparsed_lines
+            "locality audit: warning: {} line(s) skipped; the first: {}",
+            figures.left_out.unparsed_lines,
+            report::printable(first)
         );
     }
     Ok(figures)
@@ -490,10 +492,12 @@ fn print_ddl(args: &AuditArgs, locations: &[Location], out: &mut dyn Write) -> R
 
 /// Prints `figures` as `--format` asks; the exit status (`--min-share`, an undefined share).
 fn render(args: &AuditArgs, figures: &Figures, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    // Every name from outside is escaped where it is written; the last pass makes sure no
+    // line holds a control, format or separator character raw, whatever was missed.
     let rendered = match args.format {
-        OutputFormat::Table => figures.to_table(),
-        OutputFormat::Json => format!("{}\n", figures.to_json()),
-        OutputFormat::Prometheus => figures.to_prometheus(),
+        OutputFormat::Table => printable_lines(&figures.to_table()),
+        OutputFormat::Json => format!("{}\n", json_text(&figures.to_json())),
+        OutputFormat::Prometheus => printable_lines(&figures.to_prometheus()),
     };
     let _ = out.write_all(rendered.as_bytes());
     match (args.min_share, figures.in_zone_share) {

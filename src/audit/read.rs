@@ -36,6 +36,24 @@ impl Location {
             if bucket.is_empty() {
                 return Err(format!("{value:?} names no bucket: use s3://BUCKET/PREFIX"));
             }
+            // S3's own rules: a bucket name is 3 to 63 of a-z, 0-9, '.' and '-'; a key (and so a
+            // prefix) at most 1,024 bytes. Longer ones could not even be asked for.
+            let bucket_ok = (3..=63).contains(&bucket.len())
+                && bucket
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-');
+            if !bucket_ok {
+                return Err(format!(
+                    "--flow-logs: the bucket \"{}\" is not an S3 bucket name (3 to 63 of a-z, 0-9, '.' and '-')",
+                    locality_resolve::printable::printable_cut(bucket, 80)
+                ));
+            }
+            if prefix.len() > MAX_KEY_BYTES {
+                return Err(format!(
+                    "--flow-logs: the prefix after s3://{bucket}/ is {} bytes, and S3 keys are at most {MAX_KEY_BYTES}",
+                    prefix.len()
+                ));
+            }
             return Ok(Location::S3 {
                 bucket: bucket.to_string(),
                 prefix: prefix.to_string(),
@@ -46,7 +64,8 @@ impl Location {
         }
         if let Some((scheme, _)) = value.split_once("://") {
             return Err(format!(
-                "{scheme}:// is not a flow-log location the audit reads: use a file, a folder or s3://BUCKET/PREFIX"
+                "{}:// is not a flow-log location the audit reads: use a file, a folder or s3://BUCKET/PREFIX",
+                locality_resolve::printable::printable_cut(scheme, 40)
             ));
         }
         Ok(Location::Path(PathBuf::from(value)))
@@ -139,7 +158,9 @@ pub fn local_inputs(path: &Path) -> Result<(Vec<Input>, Option<String>), String>
 }
 
 /// The objects under an S3 prefix whose keys end in `.log` or `.log.gz`, every page, up to
-/// `max_objects` keys listed (and twice as many pages as those keys fill).
+/// `max_objects` keys listed (and twice as many pages as those keys fill), each key at most
+/// [`MAX_KEY_BYTES`] (so a listing holds at most `max_objects` KiB of names) and each
+/// continuation token at most [`MAX_TOKEN_BYTES`].
 ///
 /// # Errors
 /// The AWS error's sentence; a listing past the caps or repeating a continuation token, named
@@ -181,6 +202,12 @@ pub async fn s3_inputs(
                 ));
             }
             let Some(key) = object.key else { continue };
+            if key.len() > MAX_KEY_BYTES {
+                return Err(format!(
+                    "{listing}: the listing holds a key of {} bytes, and S3 keys are at most {MAX_KEY_BYTES}: stopped (is the endpoint S3?)",
+                    key.len()
+                ));
+            }
             if is_flow_log(Path::new(&key)) {
                 found.push(Input::Object {
                     bucket: bucket.to_string(),
@@ -194,6 +221,12 @@ pub async fn s3_inputs(
         }
         match page.next_continuation_token.filter(|t| !t.is_empty()) {
             None => break,
+            Some(next) if next.len() > MAX_TOKEN_BYTES => {
+                return Err(format!(
+                    "{listing}: S3 gave a continuation token of {} bytes (at most {MAX_TOKEN_BYTES} are taken): stopped (is the endpoint S3?)",
+                    next.len()
+                ));
+            }
             Some(next) if !tokens_seen.insert(next.clone()) => {
                 return Err(format!(
                     "{listing}: S3 gave a continuation token it had given before (page {pages}): stopped rather than list the same pages forever"
@@ -204,6 +237,12 @@ pub async fn s3_inputs(
     }
     Ok(found)
 }
+
+/// The longest S3 key (S3's own limit): a longer one is refused before it is kept or asked for.
+pub const MAX_KEY_BYTES: usize = 1_024;
+/// The longest continuation token taken (S3's are a few hundred bytes; a request carrying one of
+/// 65 kB cannot even be built).
+pub const MAX_TOKEN_BYTES: usize = 4_096;
 
 /// What reading needs besides the inputs.
 pub struct Reading<'a> {
@@ -466,5 +505,22 @@ mod tests {
         assert_eq!((n, whole), ((64 << 20) + 1, false));
         assert_eq!(line.len(), MAX_LINE_BYTES);
         assert!(line.capacity() <= 2 * MAX_LINE_BYTES, "{}", line.capacity());
+    }
+
+    /// `--flow-logs s3://…` past S3's own rules: a bucket that is no bucket name (a forged line in
+    /// it is shown escaped, and a long one cut) and a prefix over 1,024 bytes, refused with a
+    /// sentence before any request; names at the limits are taken.
+    #[test]
+    fn s3_locations_past_s3s_rules_are_refused() {
+        let at_limit = format!("s3://{}/{}", "b".repeat(63), "p".repeat(MAX_KEY_BYTES));
+        assert!(matches!(Location::parse(&at_limit), Ok(Location::S3 { .. })));
+        let long_prefix = format!("s3://flow-logs/{}", "p".repeat(70_000));
+        let err = Location::parse(&long_prefix).unwrap_err();
+        assert!(err.contains("70000 bytes, and S3 keys are at most 1024"), "{err}");
+        let err = Location::parse(&format!("s3://{}/x", "B".repeat(70_000))).unwrap_err();
+        assert!(err.contains("is not an S3 bucket name") && err.len() < 300, "{err}");
+        let err = Location::parse("s3://a\nlocality audit: in-zone 100%/x").unwrap_err();
+        assert!(!err.contains('\n') && err.contains("\\n"), "{err}");
+        assert!(Location::parse("s3://ab/x").is_err());
     }
 }

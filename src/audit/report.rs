@@ -536,7 +536,7 @@ impl Figures {
             let _ = writeln!(out, "{label:<16} {reason}");
         }
         if let Some(first) = &self.first_skipped {
-            let _ = writeln!(out, "First skipped    {first}");
+            let _ = writeln!(out, "First skipped    {}", printable(first));
         }
         let share = match (self.in_zone_share, self.why_no_share()) {
             (Some(s), _) => format!("{:.2} %", s * 100.0),
@@ -562,7 +562,10 @@ impl Figures {
                 self.price_per_gb
             );
         }
-        let node_cell = |n: &ClientNode| format!("{} ({}) {}", n.endpoint, n.zone, bytes(n.bytes));
+        // Names from the map and the subnets (a zone is whatever DescribeSubnets said) go
+        // through `printable`: a newline in one cannot forge a row.
+        let node_cell =
+            |n: &ClientNode| format!("{} ({}) {}", printable(&n.endpoint), printable(&n.zone), bytes(n.bytes));
         if self.cross_zone_clients.is_empty() {
             if self.in_zone_share.is_some() {
                 let _ = writeln!(out, "\nNo client read across zones.");
@@ -583,7 +586,7 @@ impl Figures {
                     out,
                     "  {:<40} {:<16} {:>12} {:>10}  {}",
                     c.address.to_string(),
-                    c.zone,
+                    printable(&c.zone),
                     bytes(c.bytes),
                     cost,
                     nodes.next().unwrap_or_default()
@@ -625,9 +628,9 @@ impl Figures {
             let _ = writeln!(
                 out,
                 "  {:<44} {:<8} {:<16} {:>12} {:>12}",
-                n.endpoint,
+                printable(&n.endpoint),
                 n.role,
-                n.zone,
+                printable(&n.zone),
                 bytes(n.bytes),
                 bytes(n.cross_zone_bytes)
             );
@@ -669,24 +672,12 @@ fn timestamp(seconds: u64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).to_string()
 }
 
-/// A name from the records or the locations, with control characters, bidirectional overrides
-/// and zero-width marks escaped (`\u{1b}`, `\n`): a name cannot move the terminal's cursor, forge
-/// a line of the report or reorder one.
-pub fn printable(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        // Bidirectional overrides and zero-width marks reorder or hide what a line says.
-        let invisible = matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-        if c.is_control() || invisible {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+/// A name from the records or the locations, escaped by the one function for text from
+/// outside (general categories Cc, Cf, Zl, Zp: `\u{1b}`, `\n`, `\u{202e}`): a name cannot move
+/// the terminal's cursor, forge a line of the report or reorder one.
+pub use locality_resolve::printable::printable;
 
-/// A label value, escaped as the text format wants.
+/// A label value, [`printable`] then escaped as the text format wants.
 fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    printable(value).replace('\\', "\\\\").replace('"', "\\\"")
 }

@@ -28,6 +28,9 @@ pub enum Fault {
     /// else `application/x-amz-json-1.1`): a server that says what the test wants (e.g. the
     /// same page token forever).
     Answer(String),
+    /// Answer with this status and this body without forwarding (`application/xml` when it
+    /// starts with `<`): an AWS error saying what the test wants.
+    Error(u16, String),
 }
 
 #[derive(Default)]
@@ -132,6 +135,19 @@ async fn forward(
                 "application/x-amz-json-1.1"
             };
             return (StatusCode::OK, [("content-type", kind)], body.clone()).into_response();
+        }
+        Some(Fault::Error(code, body)) => {
+            let kind = if body.starts_with('<') {
+                "application/xml"
+            } else {
+                "application/x-amz-json-1.1"
+            };
+            return (
+                StatusCode::from_u16(*code).unwrap(),
+                [("content-type", kind)],
+                body.clone(),
+            )
+                .into_response();
         }
         Some(Fault::Silent) => {
             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
