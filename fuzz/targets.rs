@@ -269,7 +269,7 @@ fn flow_log(data: &[u8]) {
             Err(bad) => tally.skip("fuzz", n, bad.0),
         }
     }
-    let figures = Figures::compute(&tally, &nodes, &subnets, 0.01);
+    let figures = Figures::compute(&mut tally, &nodes, &subnets, 0.01);
     printed(&figures);
     let _ = locality::audit::athena::query(
         "vpc_flow_logs",

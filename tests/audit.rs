@@ -2518,3 +2518,98 @@ fn names_from_outside_are_printed_escaped_on_every_path() {
     );
     eprintln!("{err}");
 }
+
+/// Issue 58, item 2: audit memory per distinct client. An attacker sends from many addresses of
+/// one IPv6 /64 (and, apart, from one address through many interface ids): each record a new
+/// client. The audit's peak RSS over its own floor (the audit of 1,000 such records), per
+/// distinct client, stays at 300 bytes or less (it was about 900); past `--max-clients` the
+/// audit exits 1 with a sentence naming the cap and `--athena`, never an abort.
+/// (`scripts/bench --audit-memory` measures 1 and 2 million on the release build.)
+#[test]
+fn many_distinct_clients_cost_at_most_300_bytes_each_and_the_cap_is_a_sentence() {
+    const REPLICA: &str = "2600:1f18:0:1::11";
+    let dir = tempfile::tempdir().unwrap();
+    let map = format!(
+        r#"{{"version":1,"fallback":"reader.example:6379","zones":{{"ap-northeast-1a":"[{REPLICA}]:6379"}},"nodes":[{{"endpoint":"[{REPLICA}]:6379","role":"replica","zone":"ap-northeast-1a"}}]}}"#
+    );
+    std::fs::write(dir.path().join("map.json"), map).unwrap();
+    std::fs::write(
+        dir.path().join("subnets.json"),
+        r#"{"Subnets":[{"CidrBlock":"10.0.2.0/24","AvailabilityZone":"ap-northeast-1c","Ipv6CidrBlockAssociationSet":[{"Ipv6CidrBlock":"2600:1f18:0:2::/64"}]}]}"#,
+    )
+    .unwrap();
+    let header = "version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status\n";
+    let write = |name: &str, distinct: u32, many_interfaces: bool| {
+        let mut text = String::from(header);
+        for n in 0..distinct {
+            let (client, eni) = if many_interfaces {
+                ("2600:1f18:0:2::7".to_string(), format!("eni-{n:017x}"))
+            } else {
+                (
+                    format!("2600:1f18:0:2::{:x}:{:x}", n >> 16, n & 0xffff),
+                    "eni-0node0000000000".to_string(),
+                )
+            };
+            let start = 1_796_083_200 + u64::from(n % 1440) * 60;
+            text.push_str(&format!(
+                "2 123456789012 {eni} {client} {REPLICA} 40000 6379 6 10 4000 {start} {} ACCEPT OK\n",
+                start + 60
+            ));
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, gzip(&text)).unwrap();
+        path.display().to_string()
+    };
+    // The child's peak RSS, from getrusage of the one child Python waits for.
+    let peak = |log: &str, extra: &[&str]| -> (Option<i32>, String, u64) {
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "import os, subprocess, sys\np = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\nerr = p.stderr.read()\n_, status, usage = os.wait4(p.pid, 0)\nsys.stderr.buffer.write(err)\nprint(os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024)",
+            ])
+            .arg(locality())
+            .args(["audit", "--map"])
+            .arg(dir.path().join("map.json"))
+            .arg("--subnets")
+            .arg(dir.path().join("subnets.json"))
+            .args(["--flow-logs", log, "--format", "json"])
+            .args(extra)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .output()
+            .unwrap();
+        let said = text(&out.stdout);
+        let mut words = said.split_whitespace();
+        let code = words.next().and_then(|c| c.parse().ok());
+        let rss = words.next().and_then(|r| r.parse().ok()).expect("the peak RSS");
+        (code, text(&out.stderr), rss)
+    };
+    const DISTINCT: u32 = 400_000;
+    let floor_log = write("floor.log.gz", 1_000, false);
+    let (code, err, floor) = peak(&floor_log, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for (name, many_interfaces) in [("clients", false), ("interfaces", true)] {
+        let log = write(&format!("{name}.log.gz"), DISTINCT, many_interfaces);
+        let (code, err, rss) = peak(&log, &[]);
+        assert_eq!(code, Some(0), "{err}");
+        let each = rss.saturating_sub(floor) as f64 / f64::from(DISTINCT);
+        eprintln!(
+            "{DISTINCT} distinct {name}: peak {:.1} MiB, floor {:.1} MiB: {each:.0} B each",
+            rss as f64 / 1048576.0,
+            floor as f64 / 1048576.0
+        );
+        assert!(each <= 300.0, "{name}: {each:.0} B each (goal: 300)");
+        // Past the cap: a sentence, exit 1, nothing on stdout.
+        let (code, err, _) = peak(&log, &["--max-clients", "100000"]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains(&format!(
+                "more than 100000 distinct {}",
+                if many_interfaces { "interface ids" } else { "clients" }
+            )) && err.contains("--max-clients 100000")
+                && err.contains("--athena")
+                && err.contains(&format!("{name}.log.gz")),
+            "{err}"
+        );
+        assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+    }
+}

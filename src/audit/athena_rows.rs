@@ -93,7 +93,9 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                 let records = number(at, "records", value(4))?;
                 let interface = match value(5) {
                     None => None,
-                    Some(name) if !name.is_empty() && name.len() <= 128 => Some(name.to_string()),
+                    Some(name) if !name.is_empty() && name.len() <= super::tally::MAX_INTERFACE_ID_BYTES => {
+                        Some(std::sync::Arc::from(name))
+                    }
                     Some(name) => {
                         return Err(format!(
                             "Athena's row {at}: interface \"{}\" is not an interface id",
@@ -189,7 +191,7 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
         ));
     }
     let mut pairs: Vec<Counted> = pairs.into_values().filter(|c| c.bytes > 0).collect();
-    pairs.sort_by_key(|c| (c.node, c.client));
+    pairs.sort_by_key(|c| (c.client, c.node));
     Ok(Counts {
         count: Count {
             pairs,

@@ -190,7 +190,17 @@ pub fn parse<'a>(line: &'a str, layout: &Layout) -> Result<Record<'a>, BadLine> 
         bytes: number("bytes", bytes)?,
         start: field(layout.start).map(|v| number("start", v)).transpose()?,
         end: field(layout.end).map(|v| number("end", v)).transpose()?,
-        interface_id: field(layout.interface_id),
+        interface_id: match field(layout.interface_id) {
+            Some(id) if id.len() > super::tally::MAX_INTERFACE_ID_BYTES => {
+                return Err(BadLine(format!(
+                    "interface-id {:?} is {} bytes, and an interface id is at most {}",
+                    shorten(id),
+                    id.len(),
+                    super::tally::MAX_INTERFACE_ID_BYTES
+                )))
+            }
+            id => id,
+        },
         direction,
     }))
 }

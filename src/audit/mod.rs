@@ -140,6 +140,12 @@ pub struct AuditArgs {
     /// file.
     #[arg(long = "max-lines-per-file", value_name = "N", default_value_t = 100_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     max_lines_per_file: u64,
+    /// The most distinct clients (and as many distinct interface ids) the audit holds, at about
+    /// 300 bytes each: past it the audit stops with a sentence (a VPC's clients are thousands; a
+    /// sender of many addresses, one IPv6 /64, is not a reason to run out of memory). Larger
+    /// fleets: --athena.
+    #[arg(long = "max-clients", value_name = "N", default_value_t = tally::DEFAULT_MAX_CLIENTS, value_parser = clap::value_parser!(u64).range(1..))]
+    max_clients: u64,
     /// How many files or objects are read at once (default: the number of cores).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -426,12 +432,13 @@ fn file_figures(
         progress: &progress,
         days: days.map(|d| d.seconds()),
         max_lines: args.max_lines_per_file,
+        max_clients: args.max_clients,
     };
     let tally = read::read_all(&inputs, &reading).map_err(Failure::Error);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let figures = Figures::compute(&tally?, nodes, subnets, args.price_per_gb);
+    let figures = Figures::compute(&mut tally?, nodes, subnets, args.price_per_gb);
     if let Some(first) = &figures.first_skipped {
         let _ = writeln!(
             err,

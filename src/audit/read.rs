@@ -260,6 +260,8 @@ pub struct Reading<'a> {
     pub days: Option<(u64, u64)>,
     /// The most lines one file or object may have (`--max-lines-per-file`).
     pub max_lines: u64,
+    /// The most distinct clients (and interface ids) held (`--max-clients`).
+    pub max_clients: u64,
 }
 
 /// The longest line kept (64 KiB; a record is a few hundred bytes, a header line a few
@@ -317,7 +319,7 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
     std::thread::scope(|scope| {
         for _ in 0..reading.threads.clamp(1, inputs.len().max(1)) {
             scope.spawn(|| {
-                let mut tally = Tally::now().within(reading.days);
+                let mut tally = Tally::now().within(reading.days).holding(reading.max_clients);
                 loop {
                     let at = next.fetch_add(1, Ordering::SeqCst);
                     if at >= inputs.len() || failed.load(Ordering::SeqCst) {
@@ -333,9 +335,12 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
             });
         }
     });
-    let mut total = Tally::now().within(reading.days);
+    let mut total = Tally::now().within(reading.days).holding(reading.max_clients);
     for result in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
         total.merge(result?);
+        if let Some(too_many) = total.too_many() {
+            return Err(too_many.said());
+        }
     }
     Ok(total)
 }
@@ -454,7 +459,16 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
             }
         };
         match flow_log::parse(text, current) {
-            Ok(Record::Flow(flow)) => tally.add(&flow, node_of),
+            Ok(Record::Flow(flow)) => {
+                tally.add(&flow, node_of);
+                if let Some(too_many) = tally.too_many() {
+                    return Err(format!(
+                        "{}, line {number}: {}",
+                        super::report::printable(&name),
+                        too_many.said()
+                    ));
+                }
+            }
             Ok(Record::NoData) => tally.no_data(),
             Ok(Record::Rejected) => tally.rejected(),
             Err(bad) => tally.skip(&name, number, bad.0),

@@ -1,14 +1,15 @@
 //! The audit's figures, from the counted bytes and the topology, and their three renderings:
 //! a table for people (worst clients first), JSON, and a node_exporter textfile.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use locality_resolve::document::NodeRole;
 use serde_json::json;
 
-use super::tally::{Count, Counts, LeftOut, Tally};
+use super::tally::{Count, Counted, Counts, LeftOut, Tally};
 use super::topology::{same_zone, Node, Subnets};
 
 /// Seconds in the 30 days the monthly estimate scales to.
@@ -125,25 +126,43 @@ pub struct Figures {
 pub const UNPARSED_UNKNOWN: &str =
     "Athena's SerDe reads an unparseable field as NULL: such a line counts as no_data or no_node, not apart";
 
-/// A client's bytes while the figures are summed.
-#[derive(Debug, Default)]
-struct ClientSum {
-    /// Its zone (empty when unknown).
-    zone: String,
-    /// Bytes.
-    bytes: u64,
-    /// The interface whose records counted it first.
-    interface: Option<String>,
-    /// Bytes per node index.
-    by_node: BTreeMap<usize, u64>,
+/// The clients with the most bytes (then the smaller address), at most [`TOP_CLIENTS`], each
+/// with where its pairs are: a heap whose top is the least of them.
+#[derive(Default)]
+struct Worst {
+    heap: BinaryHeap<Reverse<Ranked>>,
 }
 
-/// The clients with the most bytes, most first (then by address), at most [`TOP_CLIENTS`].
-fn worst_first(clients: BTreeMap<IpAddr, ClientSum>) -> Vec<(IpAddr, ClientSum)> {
-    let mut list: Vec<(IpAddr, ClientSum)> = clients.into_iter().collect();
-    list.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes).then(a.0.cmp(&b.0)));
-    list.truncate(TOP_CLIENTS);
-    list
+/// A client's place among the worst: its bytes, its address (the smaller first), and where its
+/// pairs start and end.
+type Ranked = (u64, Reverse<IpAddr>, usize, usize);
+
+impl Worst {
+    /// Keeps `client` if it is among the worst so far (never a client of no bytes).
+    fn offer(&mut self, bytes: u64, client: IpAddr, pairs: std::ops::Range<usize>) {
+        if bytes == 0 {
+            return;
+        }
+        self.heap
+            .push(Reverse((bytes, Reverse(client), pairs.start, pairs.end)));
+        if self.heap.len() > TOP_CLIENTS {
+            self.heap.pop();
+        }
+    }
+
+    /// Most bytes first, then by address.
+    fn worst_first(self) -> Vec<(u64, IpAddr, std::ops::Range<usize>)> {
+        let mut list: Vec<_> = self.heap.into_iter().map(|Reverse(key)| key).collect();
+        list.sort_unstable_by(|a, b| b.cmp(a));
+        list.into_iter()
+            .map(|(bytes, Reverse(client), start, end)| (bytes, client, start..end))
+            .collect()
+    }
+}
+
+/// A client zone's sums.
+fn zone_sums<'a>(zones: &'a mut BTreeMap<String, (u64, u64)>, zone: &str) -> &'a mut (u64, u64) {
+    zones.entry(zone.to_string()).or_default()
 }
 
 fn role_name(role: NodeRole) -> &'static str {
@@ -155,7 +174,7 @@ fn role_name(role: NodeRole) -> &'static str {
 
 impl Figures {
     /// The figures of a tally.
-    pub fn compute(tally: &Tally, nodes: &[Node], subnets: &Subnets, price_per_gb: f64) -> Figures {
+    pub fn compute(tally: &mut Tally, nodes: &[Node], subnets: &Subnets, price_per_gb: f64) -> Figures {
         Figures::from_counts(&tally.counts(), nodes, subnets, price_per_gb)
     }
 
@@ -182,51 +201,66 @@ impl Figures {
         let add = |sum: &mut u64, bytes: u64| *sum = sum.saturating_add(bytes);
         let (mut in_zone, mut cross, mut primary_cross, mut unknown) = (0u64, 0u64, 0u64, 0u64);
         let mut client_zones: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        let mut clients: BTreeMap<IpAddr, ClientSum> = BTreeMap::new();
-        let mut unknown_clients: BTreeMap<IpAddr, ClientSum> = BTreeMap::new();
-        for c in counted {
-            let Some(node) = nodes.get(c.node) else {
-                continue;
-            };
-            let figures = &mut per_node[c.node];
-            add(&mut figures.bytes, c.bytes);
-            let replica = node.role == NodeRole::Replica;
-            match subnets.find(c.client) {
-                None => {
-                    add(&mut figures.unknown_zone_bytes, c.bytes);
-                    add(&mut unknown, c.bytes);
-                    let entry = unknown_clients.entry(c.client).or_default();
-                    add(&mut entry.bytes, c.bytes);
-                    if entry.interface.is_none() {
-                        entry.interface.clone_from(&c.interface);
+        // The pairs by client (the tally's order, and Athena's rows are sorted so): each client
+        // is summed in turn and only the worst of each list is kept, so that the figures take
+        // no memory per client.
+        let by_client: std::borrow::Cow<'_, [Counted]> = if counted.is_sorted_by_key(|c| c.client) {
+            std::borrow::Cow::Borrowed(counted)
+        } else {
+            let mut sorted = counted.clone();
+            sorted.sort_by_key(|c| (c.client, c.node));
+            std::borrow::Cow::Owned(sorted)
+        };
+        let (mut worst_cross, mut worst_unknown) = (Worst::default(), Worst::default());
+        let mut at = 0;
+        for group in by_client.chunk_by(|a, b| a.client == b.client) {
+            let (client, range) = (group[0].client, at..at + group.len());
+            at += group.len();
+            let subnet = subnets.find(client);
+            let (mut cross_bytes, mut unknown_bytes) = (0u64, 0u64);
+            for c in group {
+                let Some(node) = nodes.get(c.node) else {
+                    continue;
+                };
+                let figures = &mut per_node[c.node];
+                add(&mut figures.bytes, c.bytes);
+                let replica = node.role == NodeRole::Replica;
+                match subnet {
+                    None => {
+                        add(&mut figures.unknown_zone_bytes, c.bytes);
+                        add(&mut unknown, c.bytes);
+                        add(&mut unknown_bytes, c.bytes);
                     }
-                    add(entry.by_node.entry(c.node).or_default(), c.bytes);
-                }
-                Some(subnet) if same_zone(subnet, node) => {
-                    if replica {
-                        add(&mut in_zone, c.bytes);
-                        add(&mut client_zones.entry(subnet.zone.clone()).or_default().0, c.bytes);
+                    Some(subnet) if same_zone(subnet, node) => {
+                        if replica {
+                            add(&mut in_zone, c.bytes);
+                            add(&mut zone_sums(&mut client_zones, &subnet.zone).0, c.bytes);
+                        }
                     }
-                }
-                Some(subnet) => {
-                    add(&mut figures.cross_zone_bytes, c.bytes);
-                    if replica {
-                        add(&mut cross, c.bytes);
-                        add(&mut client_zones.entry(subnet.zone.clone()).or_default().1, c.bytes);
-                        let entry = clients.entry(c.client).or_insert_with(|| ClientSum {
-                            zone: subnet.zone.clone(),
-                            ..ClientSum::default()
-                        });
-                        add(&mut entry.bytes, c.bytes);
-                        add(entry.by_node.entry(c.node).or_default(), c.bytes);
-                    } else {
-                        add(&mut primary_cross, c.bytes);
+                    Some(subnet) => {
+                        add(&mut figures.cross_zone_bytes, c.bytes);
+                        if replica {
+                            add(&mut cross, c.bytes);
+                            add(&mut zone_sums(&mut client_zones, &subnet.zone).1, c.bytes);
+                            add(&mut cross_bytes, c.bytes);
+                        } else {
+                            add(&mut primary_cross, c.bytes);
+                        }
                     }
                 }
             }
+            worst_cross.offer(cross_bytes, client, range.clone());
+            worst_unknown.offer(unknown_bytes, client, range);
         }
         let monthly = |bytes: u64| monthly_cost(bytes, counts.window, price_per_gb);
-        let node_list = |by_node: BTreeMap<usize, u64>| {
+        // A listed client's nodes, the most bytes first: those of `pairs` that `keep` takes.
+        let node_list = |pairs: &[Counted], keep: &dyn Fn(&Node) -> bool| {
+            let mut by_node: BTreeMap<usize, u64> = BTreeMap::new();
+            for c in pairs {
+                if nodes.get(c.node).is_some_and(keep) {
+                    add(by_node.entry(c.node).or_default(), c.bytes);
+                }
+            }
             let mut list: Vec<ClientNode> = by_node
                 .into_iter()
                 .map(|(index, bytes)| ClientNode {
@@ -238,23 +272,32 @@ impl Figures {
             list.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.endpoint.cmp(&b.endpoint)));
             list
         };
-        let cross_zone_clients = worst_first(clients)
+        let cross_zone_clients = worst_cross
+            .worst_first()
             .into_iter()
-            .map(|(address, sum)| ClientFigures {
-                address,
-                zone: sum.zone,
-                bytes: sum.bytes,
-                estimated_monthly_cost_usd: monthly(sum.bytes),
-                nodes: node_list(sum.by_node),
+            .filter_map(|(bytes, address, range)| {
+                let subnet = subnets.find(address)?;
+                let across = |node: &Node| node.role == NodeRole::Replica && !same_zone(subnet, node);
+                Some(ClientFigures {
+                    address,
+                    zone: subnet.zone.clone(),
+                    bytes,
+                    estimated_monthly_cost_usd: monthly(bytes),
+                    nodes: node_list(&by_client[range], &across),
+                })
             })
             .collect();
-        let unknown_zone_clients = worst_first(unknown_clients)
+        let unknown_zone_clients = worst_unknown
+            .worst_first()
             .into_iter()
-            .map(|(address, sum)| UnknownClient {
+            .map(|(bytes, address, range)| UnknownClient {
                 address,
-                bytes: sum.bytes,
-                interface: sum.interface,
-                nodes: node_list(sum.by_node),
+                bytes,
+                // The interface of its first pair (the node of the smallest index).
+                interface: by_client[range.clone()]
+                    .iter()
+                    .find_map(|c| c.interface.as_deref().map(str::to_string)),
+                nodes: node_list(&by_client[range], &|_| true),
             })
             .collect();
         let known = in_zone.saturating_add(cross);

@@ -27,14 +27,22 @@
 //! Every record read is either counted or left out for a reason ([`LeftOut`]); counts saturate
 //! instead of wrapping, and a record whose bytes no link could carry in its window, or whose
 //! window no capture has, is left out as impossible. A tally is kept per file reader and merged.
-//! What it holds grows with the records' distinct (client, node, interface, window) keys, not
-//! with the bytes: consecutive records of one key (a request and its answer) share an entry,
-//! so a day of a pair's minutes is about 1,440 entries of 40 bytes at each end. The time each
-//! record was captured is what lets a flow be counted once when the coverage changes during
-//! the window; an audit past one machine's memory belongs in Athena (`locality audit --athena`).
+//!
+//! **Memory.** It is not flat: it grows with the records' distinct (client, node, window,
+//! interface, end) keys, never with the bytes or with records that repeat a key. Each key is an
+//! entry of 48 bytes in one list; when the list is full it is sorted and entries of one key are
+//! merged, and it grows by half only when they still fill three quarters, so it holds at most
+//! about twice the distinct keys. A day of a pair's minutes is about 1,440 entries at each end
+//! (140 kB); a client seen once is one entry. Interface ids are stored once, in one string.
+//! Counting ([`Tally::counted`]) adds about 60 bytes a pair, and the report keeps nothing per
+//! client, so the audit's peak is under 300 bytes a distinct client (`scripts/bench
+//! --audit-memory` measures it). Past `--max-clients` distinct clients or interface ids
+//! ([`DEFAULT_MAX_CLIENTS`]) the tally holds nothing more and says so ([`TooMany`]): a sender
+//! of many addresses (one IPv6 /64 is enough) stops the audit with a sentence, not an abort.
+//! An audit past one machine's memory belongs in Athena (`locality audit --athena`).
 
-use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use super::flow_log::{Direction, Flow};
 
@@ -75,38 +83,183 @@ enum CapturedAt {
 /// The interface number of a record without interface-id.
 const NO_INTERFACE: u32 = u32::MAX;
 
-/// Consecutive records of one client and node with the same window, interface and end.
+/// The longest interface-id kept (AWS's are 21 bytes, `eni-` and 17 hex digits): a longer one
+/// is no interface id, and would make each distinct name cost what it holds.
+pub const MAX_INTERFACE_ID_BYTES: usize = 64;
+
+/// The default of `--max-clients`: distinct clients (and distinct interface ids) one audit
+/// holds, at about 300 bytes each at most (600 MiB for 2 million).
+pub const DEFAULT_MAX_CLIENTS: u64 = 2_000_000;
+
+/// Entries below which the tally only grows (compacting a small list gains nothing).
+const COMPACT_FROM: usize = 1 << 12;
+
+/// Consecutive records of one client and node with the same window, interface and end: 48
+/// bytes, the unit of the tally's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Segment {
-    /// Half-open window `[start, stop)`, epoch seconds, at least a second long.
-    start: u64,
-    stop: u64,
+struct Entry {
+    /// The client's address: IPv6 octets, or an IPv4 address in the last four (bit 0 of `flags`).
+    client: [u8; 16],
     bytes: u64,
-    records: u64,
+    node: u32,
+    /// Half-open window `[start, stop)`, epoch seconds, at least a second long; `[0, u32::MAX)`
+    /// for a record without a time (it overlaps every time).
+    start: u32,
+    stop: u32,
     interface: u32,
-    captured: CapturedAt,
+    records: u32,
+    /// Bit 0: the client is IPv4; bits 1–2: [`CapturedAt`].
+    flags: u8,
 }
 
-/// Interface ids, each stored once and named by a number.
+impl Entry {
+    fn new(client: IpAddr, node: u32, (start, stop): (u32, u32), interface: u32, captured: CapturedAt) -> Entry {
+        let (octets, v4) = match client {
+            IpAddr::V4(v4) => (v4.to_ipv6_mapped().octets(), 1),
+            IpAddr::V6(v6) => (v6.octets(), 0),
+        };
+        let captured = match captured {
+            CapturedAt::Node => 0,
+            CapturedAt::Client => 1,
+            CapturedAt::ByInterface => 2,
+        };
+        Entry {
+            client: octets,
+            bytes: 0,
+            node,
+            start,
+            stop,
+            interface,
+            records: 0,
+            flags: v4 | captured << 1,
+        }
+    }
+
+    fn client(&self) -> IpAddr {
+        let v6 = std::net::Ipv6Addr::from(self.client);
+        match (self.flags & 1 == 1, v6.to_ipv4_mapped()) {
+            (true, Some(v4)) => IpAddr::V4(v4),
+            _ => IpAddr::V6(v6),
+        }
+    }
+
+    fn captured(&self) -> CapturedAt {
+        match self.flags >> 1 {
+            0 => CapturedAt::Node,
+            1 => CapturedAt::Client,
+            _ => CapturedAt::ByInterface,
+        }
+    }
+
+    /// The order of the tally: by client (IPv4 first, as `IpAddr` orders), node, window,
+    /// interface and end.
+    fn key(&self) -> (u8, [u8; 16], u32, u32, u32, u32, u8) {
+        (
+            !self.flags & 1,
+            self.client,
+            self.node,
+            self.start,
+            self.stop,
+            self.interface,
+            self.flags >> 1,
+        )
+    }
+
+    fn same_client(&self, other: &Entry) -> bool {
+        self.client == other.client && self.flags & 1 == other.flags & 1
+    }
+
+    fn same_pair(&self, other: &Entry) -> bool {
+        self.same_client(other) && self.node == other.node
+    }
+
+    /// Adds `other` (of the same key) into this one, unless its record count would overflow.
+    fn absorb(&mut self, other: &Entry) -> bool {
+        match self.records.checked_add(other.records) {
+            Some(records) if self.key() == other.key() => {
+                self.records = records;
+                self.bytes = self.bytes.saturating_add(other.bytes);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Interface ids, each stored once (in one string) and named by a number.
 #[derive(Debug, Clone, Default)]
 struct Interfaces {
-    ids: HashMap<Box<str>, u32>,
-    names: Vec<Box<str>>,
+    table: hashbrown::HashTable<u32>,
+    hasher: std::hash::RandomState,
+    text: String,
+    /// Where each name ends in `text` (it starts where the one before ends).
+    ends: Vec<usize>,
 }
 
 impl Interfaces {
     fn intern(&mut self, name: &str) -> u32 {
-        if let Some(id) = self.ids.get(name) {
+        use std::hash::BuildHasher as _;
+        let Interfaces {
+            table,
+            hasher,
+            text,
+            ends,
+        } = self;
+        let hash = hasher.hash_one(name);
+        if let Some(id) = table.find(hash, |id| Self::slice(text, ends, *id) == name) {
             return *id;
         }
-        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.names.push(name.into());
-        self.ids.insert(name.into(), id);
+        let id = u32::try_from(ends.len()).unwrap_or(NO_INTERFACE - 1);
+        text.push_str(name);
+        ends.push(text.len());
+        table.insert_unique(hash, id, |id| hasher.hash_one(Self::slice(text, ends, *id)));
         id
     }
 
+    fn slice<'a>(text: &'a str, ends: &[usize], id: u32) -> &'a str {
+        let at = id as usize;
+        let start = if at == 0 {
+            0
+        } else {
+            ends.get(at - 1).copied().unwrap_or(0)
+        };
+        let end = ends.get(at).copied().unwrap_or(start);
+        text.get(start..end).unwrap_or("")
+    }
+
     fn name(&self, id: u32) -> &str {
-        self.names.get(id as usize).map_or("", |n| n)
+        Self::slice(&self.text, &self.ends, id)
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn names(&self) -> impl Iterator<Item = &str> {
+        (0..self.ends.len()).map(|id| self.name(id as u32))
+    }
+}
+
+/// More distinct clients or interface ids than `--max-clients`: what the tally stopped at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooMany {
+    /// `clients` or `interface ids`.
+    pub what: &'static str,
+    /// How many were counted when it stopped.
+    pub seen: u64,
+    /// The cap.
+    pub cap: u64,
+}
+
+impl TooMany {
+    /// The sentence: the cap, and what to do.
+    pub fn said(&self) -> String {
+        format!(
+            "more than {} distinct {} in the records ({} seen when the audit stopped; --max-clients {}): \
+             one machine's memory holds about 300 bytes for each; run the audit in Athena (--athena), \
+             narrow the records (--since/--until, a day's prefix), or raise --max-clients",
+            self.cap, self.what, self.seen, self.cap
+        )
     }
 }
 
@@ -192,11 +345,17 @@ impl LeftOut {
 }
 
 /// Records read, and the bytes of each client with each node.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Tally {
     interfaces: Interfaces,
-    /// Per node and client, the records' windows.
-    pairs: HashMap<(u32, IpAddr), Vec<Segment>>,
+    /// The records' entries; from time to time sorted by [`Entry::key`] and merged.
+    entries: Vec<Entry>,
+    /// Whether `entries` is sorted and merged.
+    compacted: bool,
+    /// The most distinct clients (and interface ids) held (`--max-clients`).
+    max_clients: u64,
+    /// Set when they went past it: nothing more is held.
+    too_many: Option<TooMany>,
     /// Records read (lines that parsed).
     pub records: u64,
     /// Records left out, by reason (`other_end` is known only in [`Tally::counted`]).
@@ -214,6 +373,25 @@ pub struct Tally {
     days: Option<(u64, u64)>,
 }
 
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally {
+            interfaces: Interfaces::default(),
+            entries: Vec::new(),
+            compacted: true,
+            max_clients: DEFAULT_MAX_CLIENTS,
+            too_many: None,
+            records: 0,
+            left_out: LeftOut::default(),
+            first_skipped: None,
+            between_nodes_bytes: 0,
+            window: None,
+            latest_end: 0,
+            days: None,
+        }
+    }
+}
+
 /// The bytes one client exchanged with one node, counted once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counted {
@@ -224,8 +402,8 @@ pub struct Counted {
     /// Bytes, both directions.
     pub bytes: u64,
     /// The interface whose records were counted (the node's, or the end that captured the
-    /// pair), when the format has interface-id.
-    pub interface: Option<String>,
+    /// pair), when the format has interface-id (shared: one node's interface names many pairs).
+    pub interface: Option<Arc<str>>,
 }
 
 /// What the figures are computed from, whichever source counted it: the file audit's tally
@@ -249,7 +427,7 @@ pub struct Counts {
 /// What [`Tally::counted`] gives: the pairs, and the records left out as the other end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Count {
-    /// Per client and node, sorted by node then client.
+    /// Per client and node, sorted by client then node.
     pub pairs: Vec<Counted>,
     /// Records counted.
     pub records: u64,
@@ -275,6 +453,18 @@ impl Tally {
     pub fn within(mut self, days: Option<(u64, u64)>) -> Tally {
         self.days = days;
         self
+    }
+
+    /// The same, holding at most `max_clients` distinct clients and as many interface ids.
+    pub fn holding(mut self, max_clients: u64) -> Tally {
+        self.max_clients = max_clients;
+        self
+    }
+
+    /// Whether the records went past `--max-clients` (then nothing more is held, and the
+    /// figures would be wrong: the audit stops with [`TooMany::said`]).
+    pub fn too_many(&self) -> Option<TooMany> {
+        self.too_many
     }
 
     /// Whether a record's bytes and window are possible.
@@ -334,34 +524,78 @@ impl Tally {
             (None, Some(node)) => (node, flow.srcaddr, true),
             (Some(node), None) => (node, flow.dstaddr, false),
         };
-        let interface = flow.interface_id.map_or(NO_INTERFACE, |i| self.interfaces.intern(i));
+        if self.too_many.is_some() {
+            return;
+        }
+        let interface = match flow.interface_id {
+            None => NO_INTERFACE,
+            Some(name) => {
+                let id = self.interfaces.intern(name);
+                if self.interfaces.len() as u64 > self.max_clients {
+                    self.too_many = Some(TooMany {
+                        what: "interface ids",
+                        seen: self.interfaces.len() as u64,
+                        cap: self.max_clients,
+                    });
+                    return;
+                }
+                id
+            }
+        };
         let captured = match flow.direction {
             Some(direction) if (direction == Direction::Ingress) == to_node => CapturedAt::Node,
             Some(_) => CapturedAt::Client,
             None => CapturedAt::ByInterface,
         };
-        // A record without a time overlaps every time.
-        let (start, stop) = match (flow.start, flow.end) {
-            (Some(start), Some(end)) => (start, end.max(start.saturating_add(1))),
-            (Some(time), None) | (None, Some(time)) => (time, time.saturating_add(1)),
-            (None, None) => (0, u64::MAX),
+        // A record without a time overlaps every time. (Possible times end within a day of
+        // now: seconds fit 32 bits until 2106; beyond, they are held at the last second.)
+        let second = |t: u64| u32::try_from(t).unwrap_or(u32::MAX - 1);
+        let window = match (flow.start, flow.end) {
+            (Some(start), Some(end)) => (second(start), second(end.max(start.saturating_add(1)))),
+            (Some(time), None) | (None, Some(time)) => (second(time), second(time.saturating_add(1))),
+            (None, None) => (0, u32::MAX),
         };
-        let segments = self.pairs.entry((node, client)).or_default();
-        match segments.last_mut() {
-            Some(last)
-                if (last.start, last.stop, last.interface, last.captured) == (start, stop, interface, captured) =>
-            {
-                last.bytes = last.bytes.saturating_add(flow.bytes);
-                last.records = last.records.saturating_add(1);
+        let mut entry = Entry::new(client, node, window, interface, captured);
+        entry.bytes = flow.bytes;
+        entry.records = 1;
+        // Consecutive records of one key (a request and its answer) share an entry.
+        if let Some(last) = self.entries.last_mut() {
+            if last.absorb(&entry) {
+                return;
             }
-            _ => segments.push(Segment {
-                start,
-                stop,
-                bytes: flow.bytes,
-                records: 1,
-                interface,
-                captured,
-            }),
+        }
+        if self.entries.len() == self.entries.capacity() && self.entries.len() >= COMPACT_FROM {
+            self.compact();
+            if self.too_many.is_some() {
+                return;
+            }
+            // Room for a half more when the merged entries fill three quarters: the list
+            // holds at most twice the distinct entries.
+            let (len, capacity) = (self.entries.len(), self.entries.capacity());
+            if len.saturating_mul(4) > capacity.saturating_mul(3) {
+                self.entries.reserve_exact(capacity / 2 + 1);
+            }
+        }
+        self.entries.push(entry);
+        self.compacted = false;
+    }
+
+    /// Sorts the entries, merges those of one key, and checks the clients against the cap.
+    fn compact(&mut self) {
+        if !self.compacted {
+            self.entries.sort_unstable_by_key(Entry::key);
+            self.entries.dedup_by(|next, kept| kept.absorb(next));
+            self.compacted = true;
+        }
+        if self.too_many.is_none() {
+            let clients = self.entries.chunk_by(Entry::same_client).count() as u64;
+            if clients > self.max_clients {
+                self.too_many = Some(TooMany {
+                    what: "clients",
+                    seen: clients,
+                    cap: self.max_clients,
+                });
+            }
         }
     }
 
@@ -389,26 +623,33 @@ impl Tally {
         }
     }
 
-    /// Adds another tally (another file's) to this one.
+    /// Adds another tally (another file's) to this one, and checks the cap
+    /// ([`Tally::too_many`]) on the whole.
     pub fn merge(&mut self, other: Tally) {
         // The other's interface numbers, in this tally's numbering.
-        let renumber: Vec<u32> = other
-            .interfaces
-            .names
-            .iter()
-            .map(|n| self.interfaces.intern(n))
-            .collect();
-        for (key, mut segments) in other.pairs {
-            for segment in &mut segments {
-                if segment.interface != NO_INTERFACE {
-                    segment.interface = renumber
-                        .get(segment.interface as usize)
-                        .copied()
-                        .unwrap_or(NO_INTERFACE);
-                }
+        let renumber: Vec<u32> = other.interfaces.names().map(|n| self.interfaces.intern(n)).collect();
+        let mut entries = other.entries;
+        for entry in &mut entries {
+            if entry.interface != NO_INTERFACE {
+                entry.interface = renumber.get(entry.interface as usize).copied().unwrap_or(NO_INTERFACE);
             }
-            self.pairs.entry(key).or_default().extend(segments);
         }
+        if self.entries.is_empty() {
+            self.entries = entries;
+        } else {
+            self.entries.extend_from_slice(&entries);
+            drop(entries);
+        }
+        self.compacted = false;
+        self.too_many = self.too_many.or(other.too_many);
+        if self.too_many.is_none() && self.interfaces.len() as u64 > self.max_clients {
+            self.too_many = Some(TooMany {
+                what: "interface ids",
+                seen: self.interfaces.len() as u64,
+                cap: self.max_clients,
+            });
+        }
+        self.compact();
         self.records = self.records.saturating_add(other.records);
         self.left_out.merge(other.left_out);
         // The first in name order, whichever reader finished first.
@@ -428,58 +669,78 @@ impl Tally {
         self.latest_end = self.latest_end.max(other.latest_end);
     }
 
-    /// Which interfaces captured each node's flows at the node's end (see the module's note).
-    fn node_interfaces(&self) -> HashSet<(u32, u32)> {
-        // Per node and interface: distinct clients, and whether flow-direction said the node's
-        // end; per interface: distinct nodes, and whether flow-direction said a client's end.
-        let mut clients: HashMap<(u32, u32), (u64, bool)> = HashMap::new();
-        let mut nodes: HashMap<u32, (u64, bool)> = HashMap::new();
-        for ((node, _), segments) in &self.pairs {
-            let mut seen: HashSet<u32> = HashSet::new();
-            for segment in segments.iter().filter(|s| s.interface != NO_INTERFACE) {
-                let at = clients.entry((*node, segment.interface)).or_default();
-                if seen.insert(segment.interface) {
-                    at.0 += 1;
+    /// Which interfaces captured each node's flows at the node's end (see the module's note),
+    /// as `(node, interface)`, sorted. The entries must be compacted.
+    fn node_interfaces(&self) -> Vec<(u32, u32)> {
+        // Per pair, each interface once (with whether flow-direction said the node's end): a
+        // (node, interface)'s distinct clients are its tuples.
+        let mut tuples: Vec<(u32, u32, bool)> = Vec::new();
+        let mut scratch: Vec<(u32, u32, bool)> = Vec::new();
+        // Per interface: whether flow-direction said a client's end.
+        let mut client_end = vec![false; self.interfaces.len()];
+        for pair in self.entries.chunk_by(Entry::same_pair) {
+            scratch.clear();
+            for entry in pair.iter().filter(|e| e.interface != NO_INTERFACE) {
+                scratch.push((entry.node, entry.interface, entry.captured() == CapturedAt::Node));
+                if entry.captured() == CapturedAt::Client {
+                    if let Some(flag) = client_end.get_mut(entry.interface as usize) {
+                        *flag = true;
+                    }
                 }
-                at.1 |= segment.captured == CapturedAt::Node;
-                nodes.entry(segment.interface).or_default().1 |= segment.captured == CapturedAt::Client;
+            }
+            scratch.sort_unstable();
+            scratch.dedup_by(|next, kept| {
+                let same = (next.0, next.1) == (kept.0, kept.1);
+                kept.2 |= same && next.2;
+                same
+            });
+            tuples.extend_from_slice(&scratch);
+        }
+        tuples.sort_unstable();
+        // Per (node, interface): distinct clients, and whether some record said the node's end.
+        let mut per: Vec<(u32, u32, u64, bool)> = Vec::new();
+        for (node, interface, node_end) in tuples {
+            match per.last_mut() {
+                Some(last) if (last.0, last.1) == (node, interface) => {
+                    last.2 += 1;
+                    last.3 |= node_end;
+                }
+                _ => per.push((node, interface, 1, node_end)),
             }
         }
-        // Distinct nodes per interface.
-        for (_, interface) in clients.keys() {
-            nodes.entry(*interface).or_default().0 += 1;
+        // Distinct nodes per interface; a candidate has one, and never a client's end.
+        let mut nodes = vec![0u32; self.interfaces.len()];
+        for (_, interface, _, _) in &per {
+            if let Some(n) = nodes.get_mut(*interface as usize) {
+                *n = n.saturating_add(1);
+            }
         }
         let candidate = |interface: u32| {
-            nodes
-                .get(&interface)
-                .is_some_and(|(n, client_end)| *n == 1 && !client_end)
+            let at = interface as usize;
+            nodes.get(at) == Some(&1) && !client_end.get(at).copied().unwrap_or(false)
         };
-        // Per node, the candidate with the most distinct clients (ties: the smaller id).
-        let mut busiest: HashMap<u32, (u32, u64)> = HashMap::new();
-        for ((node, interface), (count, _)) in &clients {
-            if !candidate(*interface) {
-                continue;
-            }
-            let best = busiest.entry(*node).or_insert((*interface, *count));
-            let better = *count > best.1
-                || (*count == best.1 && self.interfaces.name(*interface) < self.interfaces.name(best.0));
-            if better {
-                *best = (*interface, *count);
+        let mut chosen = Vec::new();
+        for node in per.chunk_by(|a, b| a.0 == b.0) {
+            // The candidate with the most distinct clients (ties: the smaller id).
+            let busiest = node
+                .iter()
+                .filter(|(_, interface, _, _)| candidate(*interface))
+                .max_by(|a, b| {
+                    a.2.cmp(&b.2)
+                        .then_with(|| self.interfaces.name(b.1).cmp(self.interfaces.name(a.1)))
+                })
+                .map(|(_, interface, _, _)| *interface);
+            for (n, interface, clients, node_end) in node {
+                if *node_end || (candidate(*interface) && (*clients >= 2 || busiest == Some(*interface))) {
+                    chosen.push((*n, *interface));
+                }
             }
         }
-        clients
-            .iter()
-            .filter(|((node, interface), (count, node_end))| {
-                *node_end
-                    || (candidate(*interface)
-                        && (*count >= 2 || busiest.get(node).is_some_and(|(best, _)| best == interface)))
-            })
-            .map(|(key, _)| *key)
-            .collect()
+        chosen
     }
 
     /// What the figures are computed from.
-    pub fn counts(&self) -> Counts {
+    pub fn counts(&mut self) -> Counts {
         let count = self.counted();
         let mut left_out = self.left_out;
         left_out.other_end = count.other_end;
@@ -496,75 +757,95 @@ impl Tally {
         }
     }
 
-    /// Each client's bytes with each node, counted once (see the module's note).
-    pub fn counted(&self) -> Count {
+    /// Each client's bytes with each node, counted once (see the module's note). Compacts the
+    /// entries first.
+    pub fn counted(&mut self) -> Count {
+        self.compact();
         let node_interfaces = self.node_interfaces();
-        let name = |id: u32| (id != NO_INTERFACE).then(|| self.interfaces.name(id).to_string());
+        // Each interface's name, made once for all the pairs it names.
+        let mut names: Vec<Option<Arc<str>>> = vec![None; self.interfaces.len()];
         let (mut records, mut other_end) = (0u64, 0u64);
-        let mut pairs: Vec<Counted> = Vec::with_capacity(self.pairs.len());
-        for ((node, client), segments) in &self.pairs {
-            let at_node = |segment: &Segment| match segment.captured {
+        let pair_count = self.entries.chunk_by(Entry::same_pair).count();
+        let mut pairs: Vec<Counted> = Vec::with_capacity(pair_count);
+        let (mut spans, mut islands, mut by_interface) = (Vec::new(), Vec::new(), Vec::new());
+        for segments in self.entries.chunk_by(Entry::same_pair) {
+            let node = segments[0].node;
+            let at_node = |entry: &Entry| match entry.captured() {
                 CapturedAt::Node => true,
                 CapturedAt::Client => false,
                 CapturedAt::ByInterface => {
-                    segment.interface == NO_INTERFACE || node_interfaces.contains(&(*node, segment.interface))
+                    entry.interface == NO_INTERFACE || node_interfaces.binary_search(&(node, entry.interface)).is_ok()
                 }
             };
             // The node's end: its windows merged into disjoint islands, in time order.
-            let mut spans: Vec<(u64, u64)> = segments
-                .iter()
-                .filter(|s| at_node(s))
-                .map(|s| (s.start, s.stop))
-                .collect();
+            spans.clear();
+            spans.extend(segments.iter().filter(|e| at_node(e)).map(|e| (e.start, e.stop)));
             spans.sort_unstable();
-            let mut islands: Vec<(u64, u64)> = Vec::new();
-            for (start, stop) in spans {
+            islands.clear();
+            for &(start, stop) in &spans {
                 match islands.last_mut() {
-                    Some(last) if start <= last.1 => last.1 = last.1.max(stop),
+                    Some((_, last_stop)) if start <= *last_stop => *last_stop = (*last_stop).max(stop),
                     _ => islands.push((start, stop)),
                 }
             }
-            let covered = |segment: &Segment| {
-                // The first island ending after the segment starts; it overlaps when it starts
-                // before the segment stops.
-                let at = islands.partition_point(|island| island.1 <= segment.start);
-                islands.get(at).is_some_and(|island| island.0 < segment.stop)
+            let covered = |entry: &Entry| {
+                // The first island ending after the entry starts; it overlaps when it starts
+                // before the entry stops.
+                let at = islands.partition_point(|island: &(u32, u32)| island.1 <= entry.start);
+                islands.get(at).is_some_and(|island| island.0 < entry.stop)
             };
             let mut bytes = 0u64;
-            // Bytes per interface: the node's end first, then the client's.
-            let mut by_interface: HashMap<(bool, u32), u64> = HashMap::new();
-            for segment in segments {
-                let node_end = at_node(segment);
-                if !node_end && covered(segment) {
-                    other_end = other_end.saturating_add(segment.records);
+            // Bytes per interface: the node's end, then the client's.
+            by_interface.clear();
+            for entry in segments {
+                let node_end = at_node(entry);
+                if !node_end && covered(entry) {
+                    other_end = other_end.saturating_add(u64::from(entry.records));
                     continue;
                 }
-                records = records.saturating_add(segment.records);
-                bytes = bytes.saturating_add(segment.bytes);
-                let sum = by_interface.entry((node_end, segment.interface)).or_default();
-                *sum = sum.saturating_add(segment.bytes);
+                records = records.saturating_add(u64::from(entry.records));
+                bytes = bytes.saturating_add(entry.bytes);
+                if entry.interface != NO_INTERFACE {
+                    by_interface.push((node_end, entry.interface, entry.bytes));
+                }
             }
-            if bytes > 0 {
-                // The interface named: the node's end's busiest (most bytes, ties to the smaller
-                // id), else the client's end's.
-                let interface = by_interface
-                    .iter()
-                    .filter(|((_, interface), _)| *interface != NO_INTERFACE)
-                    .max_by(|((end_a, a), bytes_a), ((end_b, b), bytes_b)| {
-                        (end_a, bytes_a)
-                            .cmp(&(end_b, bytes_b))
-                            .then_with(|| self.interfaces.name(*b).cmp(self.interfaces.name(*a)))
-                    })
-                    .and_then(|((_, interface), _)| name(*interface));
-                pairs.push(Counted {
-                    node: *node as usize,
-                    client: *client,
-                    bytes,
-                    interface,
-                });
+            if bytes == 0 {
+                continue;
             }
+            // The interface named: the node's end's busiest (most bytes, ties to the smaller
+            // id), else the client's end's.
+            by_interface.sort_unstable_by_key(|(end, interface, _)| (*end, *interface));
+            let mut best: Option<(bool, u64, u32)> = None;
+            for group in by_interface.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+                let (end, interface) = (group[0].0, group[0].1);
+                let sum = group.iter().fold(0u64, |sum, g| sum.saturating_add(g.2));
+                let better = match best {
+                    None => true,
+                    Some((best_end, best_sum, best_interface)) => (end, sum)
+                        .cmp(&(best_end, best_sum))
+                        .then_with(|| {
+                            self.interfaces
+                                .name(best_interface)
+                                .cmp(self.interfaces.name(interface))
+                        })
+                        .is_gt(),
+                };
+                if better {
+                    best = Some((end, sum, interface));
+                }
+            }
+            let interface = best.map(|(_, _, id)| {
+                names[id as usize]
+                    .get_or_insert_with(|| Arc::from(self.interfaces.name(id)))
+                    .clone()
+            });
+            pairs.push(Counted {
+                node: node as usize,
+                client: segments[0].client(),
+                bytes,
+                interface,
+            });
         }
-        pairs.sort_by_key(|c| (c.node, c.client));
         Count {
             pairs,
             records,
@@ -752,5 +1033,105 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// Issue 58, item 2: a sender of many addresses (one IPv6 /64) past `--max-clients`: the
+    /// tally stops holding and says so, with the cap and what to do; under the cap nothing is
+    /// said. The same for interface ids.
+    #[test]
+    fn a_sender_of_many_addresses_stops_at_the_cap() {
+        let n = "10.0.1.10";
+        let mut tally = Tally::new(NOW).holding(1_000);
+        for k in 0..(COMPACT_FROM as u32 + 10) {
+            let client =
+                std::net::Ipv6Addr::from(0x2600_1f18_0000_0002_0000_0000_0000_0000u128 + u128::from(k)).to_string();
+            tally.add(&flow(&client, n, 100, "eni-node", None), node);
+        }
+        let too_many = tally.too_many().expect("past the cap");
+        assert_eq!((too_many.what, too_many.cap), ("clients", 1_000));
+        assert!(too_many.seen > 1_000, "{too_many:?}");
+        assert!(tally.entries.len() <= COMPACT_FROM, "{}", tally.entries.len());
+        let said = too_many.said();
+        assert!(
+            said.contains("--max-clients 1000") && said.contains("--athena"),
+            "{said}"
+        );
+
+        let mut tally = Tally::new(NOW).holding(1_000);
+        for k in 0..1_001 {
+            tally.add(&flow("10.0.2.5", n, 100, &format!("eni-{k:017x}"), None), node);
+        }
+        assert_eq!(
+            tally.too_many().map(|t| (t.what, t.seen)),
+            Some(("interface ids", 1_001))
+        );
+
+        let mut tally = Tally::new(NOW).holding(1_000);
+        for k in 0..1_000u32 {
+            tally.add(
+                &flow(
+                    &std::net::Ipv4Addr::from(0x0a00_0200 + k).to_string(),
+                    n,
+                    100,
+                    "eni-node",
+                    None,
+                ),
+                node,
+            );
+        }
+        assert_eq!(tally.too_many(), None);
+        assert_eq!(tally.counted().pairs.len(), 1_000);
+    }
+
+    /// Compaction (sorting and merging the entries when the list is full) changes nothing that
+    /// is counted: the same records, interleaved across many pairs so that the list fills and
+    /// is compacted several times, and in an order that never fills it, give the same counts;
+    /// an IPv4 client and the same address mapped into IPv6 stay two clients.
+    #[test]
+    fn compaction_counts_what_the_records_say() {
+        let n = "10.0.1.10";
+        let mut records = Vec::new();
+        for k in 0..3 * COMPACT_FROM as u32 {
+            let client = std::net::Ipv4Addr::from(0x0a00_0200 + k % 5_000).to_string();
+            let at_node = k % 3 != 0;
+            let eni = if at_node {
+                "eni-node".to_string()
+            } else {
+                format!("eni-c{}", k % 5_000)
+            };
+            let mut record = (client, 10 + u64::from(k % 7), eni, T0 + u64::from(k % 40) * 60);
+            if k % 11 == 0 {
+                record.0 = format!("::ffff:{}", record.0);
+            }
+            records.push(record);
+        }
+        let add = |tally: &mut Tally, (client, bytes, eni, start): &(String, u64, String, u64)| {
+            let mut f = flow(client, n, *bytes, eni, None);
+            f.start = Some(*start);
+            f.end = Some(start + 60);
+            tally.add(&f, node);
+        };
+        let mut interleaved = Tally::new(NOW);
+        for record in &records {
+            add(&mut interleaved, record);
+        }
+        let mut sorted_records = records.clone();
+        sorted_records.sort();
+        let mut in_order = Tally::new(NOW);
+        for record in &sorted_records {
+            add(&mut in_order, record);
+        }
+        let (a, b) = (interleaved.counted(), in_order.counted());
+        assert_eq!(a, b);
+        assert_eq!(a.records + a.other_end, records.len() as u64);
+        assert!(a.pairs.iter().any(|p| p.client.is_ipv6()) && a.pairs.iter().any(|p| p.client.is_ipv4()));
+        assert!(a.pairs.is_sorted_by_key(|p| (p.client, p.node)));
+        // Each entry is one key: 5,000 clients (their ::ffff: twins apart) × 40 windows at most.
+        assert!(
+            interleaved.entries.len() <= 2 * 5_000 * 40,
+            "{}",
+            interleaved.entries.len()
+        );
+        assert_eq!(std::mem::size_of::<Entry>(), 48);
     }
 }
