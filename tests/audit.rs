@@ -2611,5 +2611,32 @@ fn many_distinct_clients_cost_at_most_300_bytes_each_and_the_cap_is_a_sentence()
             "{err}"
         );
         assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+        if !many_interfaces {
+            // The guide's sentence, as the audit says it (numbers and the file's place aside).
+            let guide = std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guides/consuming-the-replica-map.md"),
+            )
+            .unwrap();
+            let shape = |line: &str| -> String {
+                let after = line.split_once(".log.gz, line").map_or(line, |(_, rest)| rest);
+                after
+                    .chars()
+                    .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                    .collect::<String>()
+                    .split('#')
+                    .filter(|p| !p.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("#")
+            };
+            let said = guide
+                .lines()
+                .find(|l| l.starts_with("locality audit: …/clients-"))
+                .expect("the guide's sentence");
+            assert_eq!(
+                shape(said),
+                shape(err.trim_end().lines().last().unwrap_or_default()),
+                "the guide says:\n{said}\nthe audit says:\n{err}"
+            );
+        }
     }
 }
