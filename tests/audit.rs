@@ -2557,7 +2557,8 @@ fn many_distinct_clients_cost_at_most_300_bytes_each_and_the_cap_is_a_sentence()
             ));
         }
         let path = dir.path().join(name);
-        std::fs::write(&path, gzip(&text)).unwrap();
+        // Plain text (a debug build compresses slowly; the audit reads both alike).
+        std::fs::write(&path, text).unwrap();
         path.display().to_string()
     };
     // The child's peak RSS, from getrusage of the one child Python waits for.
@@ -2584,11 +2585,11 @@ fn many_distinct_clients_cost_at_most_300_bytes_each_and_the_cap_is_a_sentence()
         (code, text(&out.stderr), rss)
     };
     const DISTINCT: u32 = 400_000;
-    let floor_log = write("floor.log.gz", 1_000, false);
+    let floor_log = write("floor.log", 1_000, false);
     let (code, err, floor) = peak(&floor_log, &[]);
     assert_eq!(code, Some(0), "{err}");
     for (name, many_interfaces) in [("clients", false), ("interfaces", true)] {
-        let log = write(&format!("{name}.log.gz"), DISTINCT, many_interfaces);
+        let log = write(&format!("{name}.log"), DISTINCT, many_interfaces);
         let (code, err, rss) = peak(&log, &[]);
         assert_eq!(code, Some(0), "{err}");
         let each = rss.saturating_sub(floor) as f64 / f64::from(DISTINCT);
@@ -2607,7 +2608,7 @@ fn many_distinct_clients_cost_at_most_300_bytes_each_and_the_cap_is_a_sentence()
                 if many_interfaces { "interface ids" } else { "clients" }
             )) && err.contains("--max-clients 100000")
                 && err.contains("--athena")
-                && err.contains(&format!("{name}.log.gz")),
+                && err.contains(&format!("{name}.log")),
             "{err}"
         );
         assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
@@ -2618,7 +2619,7 @@ fn many_distinct_clients_cost_at_most_300_bytes_each_and_the_cap_is_a_sentence()
             )
             .unwrap();
             let shape = |line: &str| -> String {
-                let after = line.split_once(".log.gz, line").map_or(line, |(_, rest)| rest);
+                let after = line.split_once(", line ").map_or(line, |(_, rest)| rest);
                 after
                     .chars()
                     .map(|c| if c.is_ascii_digit() { '#' } else { c })
