@@ -31,8 +31,8 @@
 //! **Memory.** It is not flat: it grows with the records' distinct (client, node, window,
 //! interface, end) keys, never with the bytes or with records that repeat a key. Each key is an
 //! entry of 48 bytes in one list; when the list is full it is sorted and entries of one key are
-//! merged, and it grows by half only when they still fill three quarters, so it holds at most
-//! about twice the distinct keys. A day of a pair's minutes is about 1,440 entries at each end
+//! merged, and it grows by half only when they still fill half of it, so it holds at most three
+//! times the distinct keys. A day of a pair's minutes is about 1,440 entries at each end
 //! (140 kB); a client seen once is one entry. Interface ids are stored once, in one string.
 //! Counting ([`Tally::counted`]) adds about 60 bytes a pair, and the report keeps nothing per
 //! client, so the audit's peak is under 300 bytes a distinct client (`scripts/bench
@@ -152,15 +152,15 @@ impl Entry {
     }
 
     /// The order of the tally: by client (IPv4 first, as `IpAddr` orders), node, window,
-    /// interface and end.
-    fn key(&self) -> (u8, [u8; 16], u32, u32, u32, u32, u8) {
+    /// interface and end (whole numbers, so that comparing two keys is a few instructions).
+    fn key(&self) -> (u8, u128, u128, u8) {
         (
             !self.flags & 1,
-            self.client,
-            self.node,
-            self.start,
-            self.stop,
-            self.interface,
+            u128::from_be_bytes(self.client),
+            u128::from(self.node) << 96
+                | u128::from(self.start) << 64
+                | u128::from(self.stop) << 32
+                | u128::from(self.interface),
             self.flags >> 1,
         )
     }
@@ -569,10 +569,11 @@ impl Tally {
             if self.too_many.is_some() {
                 return;
             }
-            // Room for a half more when the merged entries fill three quarters: the list
-            // holds at most twice the distinct entries.
+            // Room for a half more when the merged entries fill half of it: the list holds at
+            // most three times the distinct entries, and at least as many records arrive
+            // between two compactions as there are distinct entries.
             let (len, capacity) = (self.entries.len(), self.entries.capacity());
-            if len.saturating_mul(4) > capacity.saturating_mul(3) {
+            if len.saturating_mul(2) > capacity {
                 self.entries.reserve_exact(capacity / 2 + 1);
             }
         }
@@ -583,7 +584,9 @@ impl Tally {
     /// Sorts the entries, merges those of one key, and checks the clients against the cap.
     fn compact(&mut self) {
         if !self.compacted {
-            self.entries.sort_unstable_by_key(Entry::key);
+            // A stable sort finds the part sorted at the last compaction as one run and
+            // merges the new entries into it (its scratch is half the entries, for a moment).
+            self.entries.sort_by_key(Entry::key);
             self.entries.dedup_by(|next, kept| kept.absorb(next));
             self.compacted = true;
         }
