@@ -837,10 +837,10 @@ impl Tally {
                     best = Some((end, sum, interface));
                 }
             }
-            let interface = best.map(|(_, _, id)| {
-                names[id as usize]
-                    .get_or_insert_with(|| Arc::from(self.interfaces.name(id)))
-                    .clone()
+            let interface = best.and_then(|(_, _, id)| {
+                names
+                    .get_mut(id as usize)
+                    .map(|name| name.get_or_insert_with(|| Arc::from(self.interfaces.name(id))).clone())
             });
             pairs.push(Counted {
                 node: node as usize,

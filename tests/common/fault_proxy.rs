@@ -128,27 +128,8 @@ async fn forward(
             )
                 .into_response();
         }
-        Some(Fault::Answer(body)) => {
-            let kind = if body.starts_with('<') {
-                "application/xml"
-            } else {
-                "application/x-amz-json-1.1"
-            };
-            return (StatusCode::OK, [("content-type", kind)], body.clone()).into_response();
-        }
-        Some(Fault::Error(code, body)) => {
-            let kind = if body.starts_with('<') {
-                "application/xml"
-            } else {
-                "application/x-amz-json-1.1"
-            };
-            return (
-                StatusCode::from_u16(*code).unwrap(),
-                [("content-type", kind)],
-                body.clone(),
-            )
-                .into_response();
-        }
+        Some(Fault::Answer(body)) => return said(StatusCode::OK, body),
+        Some(Fault::Error(code, body)) => return said(StatusCode::from_u16(*code).unwrap(), body),
         Some(Fault::Silent) => {
             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
             return StatusCode::GATEWAY_TIMEOUT.into_response();
@@ -176,4 +157,14 @@ async fn forward(
     }
     let bytes = upstream.bytes().await.unwrap_or_default();
     (status, response_headers, bytes).into_response()
+}
+
+/// An answer the test wrote: `application/xml` when it starts with `<`, else AWS's JSON.
+fn said(status: StatusCode, body: &str) -> Response {
+    let kind = if body.starts_with('<') {
+        "application/xml"
+    } else {
+        "application/x-amz-json-1.1"
+    };
+    (status, [("content-type", kind)], body.to_string()).into_response()
 }
