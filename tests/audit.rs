@@ -158,26 +158,28 @@ impl Capture {
     }
 }
 
+/// One record of a minute's capture window: `end` is the window's last second, the second of its
+/// last packet (AWS's `[start, end]` is closed: the next window's records start a second later).
 fn record(at: &str, direction: &str, src: &str, dst: &str, bytes: u64, start: u64, action: &str) -> Line {
     Line {
         default: format!(
             "2 {ACCOUNT} {at} {src} {dst} 40000 6379 6 {} {bytes} {start} {} {action} OK",
             bytes / 100 + 1,
-            start + 60
+            start + 59
         ),
         custom: format!(
             "{at} {direction} {bytes} {src} {dst} {start} {} {action} OK {src} 5",
-            start + 60
+            start + 59
         ),
-        plain: format!("{ACCOUNT} {src} {dst} {bytes} {start} {} {at} OK {action}", start + 60),
+        plain: format!("{ACCOUNT} {src} {dst} {bytes} {start} {} {at} OK {action}", start + 59),
     }
 }
 
 fn no_data(at: &str, start: u64) -> Line {
     Line {
-        default: format!("2 {ACCOUNT} {at} - - - - - - - {start} {} - NODATA", start + 60),
-        custom: format!("{at} - - - - {start} {} - NODATA - 5", start + 60),
-        plain: format!("{ACCOUNT} - - - {start} {} {at} NODATA -", start + 60),
+        default: format!("2 {ACCOUNT} {at} - - - - - - - {start} {} - NODATA", start + 59),
+        custom: format!("{at} - - - - {start} {} - NODATA - 5", start + 59),
+        plain: format!("{ACCOUNT} - - - {start} {} {at} NODATA -", start + 59),
     }
 }
 
@@ -268,7 +270,7 @@ impl Truth {
 
     /// The monthly estimate of `bytes` across zones, as the audit computes it.
     fn monthly(&self, bytes: u64) -> f64 {
-        bytes as f64 * 2.0 * 0.01 / 1e9 * 2_592_000.0 / (self.window.1 - self.window.0) as f64
+        bytes as f64 * 0.01 / 1e9 * 2_592_000.0 / (self.window.1 - self.window.0) as f64
     }
 
     fn cross_zone_clients(&self) -> Vec<(String, u64)> {
@@ -333,7 +335,7 @@ fn generate_at(capture: Capture, t0: u64) -> (Vec<Line>, Truth) {
             }
             if at_node || at_client {
                 *truth.pairs.entry((node.to_string(), client.to_string())).or_default() += request + answer;
-                truth.window = (truth.window.0.min(start), truth.window.1.max(start + 60));
+                truth.window = (truth.window.0.min(start), truth.window.1.max(start + 59));
                 truth.counted += 2;
                 if at_node && at_client {
                     truth.other_end += 2;

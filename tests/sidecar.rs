@@ -462,6 +462,86 @@ fn without_a_zone_or_with_a_wrong_entry_reads_go_to_the_reader() {
     assert_eq!(endpoint, group.a2.endpoint());
 }
 
+/// Issue 61, item 2: a sidecar started while the instance metadata does not answer serves from
+/// the reader, detects its zone again once `--failure-ttl` has passed (never a failure cached
+/// for good), and moves to the zone's replica at that map read, saying so in its log and in its
+/// metrics (`locality_sidecar_info`'s zone, `locality_sidecar_route`).
+#[test]
+fn a_zone_not_known_at_start_is_detected_again_after_the_failure_ttl() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let metadata = runtime.block_on(common::fake_metadata::FakeMetadata::start(ZONE_A, "apne1-az4"));
+    metadata.set_mode(common::fake_metadata::Mode::Silent);
+    let group = Group::start();
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, group.map(&group.a1)).unwrap();
+    let metrics_port = free_port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let url = metadata.url();
+    let sidecar = Sidecar::start(
+        &map,
+        &[
+            "--timeout",
+            "300ms",
+            "--failure-ttl",
+            "3",
+            "--interval",
+            "1",
+            "--metrics",
+            &metrics_addr,
+        ],
+        &[
+            ("AWS_EC2_METADATA_DISABLED", "false"),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", &url),
+        ],
+    );
+    let started = Instant::now();
+    let metrics = http_get(metrics_port, "/metrics");
+    assert!(
+        metrics.contains("locality_sidecar_route{route=\"reader\",reason=\"zone_unknown\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("zone=\"\",zone_source=\"\""), "{metrics}");
+    let before = group.gets();
+    assert_eq!(sidecar.fresh_reads(10), 10);
+    assert_eq!(delta(before, group.gets()), [0, 0, 0, 0, 10]);
+
+    // The metadata answers again: within --failure-ttl (3 s) and one map read (1 s), plus the
+    // detection itself, reads go to the zone's replica.
+    metadata.set_mode(common::fake_metadata::Mode::Normal);
+    let moved = wait_for(Duration::from_secs(15), || {
+        http_get(metrics_port, "/metrics").contains("locality_sidecar_route{route=\"zone\",reason=\"none\"} 1")
+    });
+    assert!(
+        moved.is_some(),
+        "{}\n{}",
+        http_get(metrics_port, "/metrics"),
+        sidecar.stderr()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3 + 1 + 3),
+        "{:?}",
+        started.elapsed()
+    );
+    let metrics = http_get(metrics_port, "/metrics");
+    assert!(
+        metrics.contains(&format!("zone=\"{ZONE_A} (apne1-az4)\",zone_source=\"imds-v2\"")),
+        "{metrics}"
+    );
+    let log = sidecar.stderr();
+    assert!(
+        log.contains(&format!("the zone is known now: {ZONE_A} (apne1-az4) (from imds-v2)")),
+        "{log}"
+    );
+    // (The replica added at run time serves once HAProxy's health check has passed: the reader
+    // is its backup until then.)
+    let in_zone = wait_for(Duration::from_secs(10), || {
+        let before = group.gets();
+        sidecar.fresh_reads(10) == 10 && delta(before, group.gets()) == [0, 10, 0, 0, 0]
+    });
+    assert!(in_zone.is_some(), "{}", sidecar.stderr());
+}
+
 /// `locality resolve --check --zone <zone a>`: the endpoint printed, and stderr.
 fn resolve_check(map: &Path, cache: &Path) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_locality"))

@@ -4,7 +4,8 @@
 //!
 //! Each flow counts once by the rule of [`super::tally`], stated in SQL: records at the node's
 //! end count, a record at the client's end counts unless the node's end captured the same pair
-//! at an overlapping time; which end captured a record by `flow_direction` when the table has
+//! at a time that can be the same (closed seconds, and AWS's lateness while the node's end was
+//! capturing: [`super::tally::LATENESS_SECONDS`]); which end captured a record by `flow_direction` when the table has
 //! that column (`--fields` names the table's format), else by the interface. The share, the
 //! cross-zone bytes, the per-node bytes and the worst clients follow as the audit computes them.
 //! Client zones: IPv4 subnets (a client with an IPv6 address counts as zone `unknown` here).
@@ -15,7 +16,7 @@ use std::net::IpAddr;
 use locality_resolve::document::NodeRole;
 
 use super::days::Days;
-use super::tally::{EARLIEST_START, LINK_BYTES_PER_SECOND, LONGEST_WINDOW_SECONDS};
+use super::tally::{EARLIEST_START, LATENESS_SECONDS, LINK_BYTES_PER_SECOND, LONGEST_WINDOW_SECONDS};
 use super::topology::{Node, Subnets};
 
 /// Checks `--table`: a table name, `db.table` or `catalog.db.table`, each part an identifier
@@ -144,15 +145,15 @@ fn values(nodes: &[Node], subnets: &Subnets) -> String {
 /// ACCEPTed records (`srcaddr`, `dstaddr`, `bytes`, `start`, `"end"`, `interface_id`,
 /// `flow_direction`) and `nodes`: `flows` (a client with a node) through `counted` (address,
 /// client, bytes, records). Each ends with `,` and a newline.
-const COUNTING: &str = r#"-- One row per record of a client with a node; its window half-open, [start, stop), at least a
--- second long; the end that captured it when flow_direction says.
+const COUNTING: &str = r#"-- One row per record of a client with a node; its closed window [start, end] held as
+-- [start, stop) with stop = end + 1; the end that captured it when flow_direction says.
 flows AS (
-  SELECT n.address, r.srcaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start + 1) AS stop,
+  SELECT n.address, r.srcaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start) + 1 AS stop,
          CASE r.flow_direction WHEN 'ingress' THEN 'node' WHEN 'egress' THEN 'client' END AS direction_end
   FROM records r JOIN nodes n ON r.dstaddr = n.address
   WHERE r.srcaddr NOT IN (SELECT address FROM nodes)
   UNION ALL
-  SELECT n.address, r.dstaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start + 1) AS stop,
+  SELECT n.address, r.dstaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start) + 1 AS stop,
          CASE r.flow_direction WHEN 'egress' THEN 'node' WHEN 'ingress' THEN 'client' END AS direction_end
   FROM records r JOIN nodes n ON r.srcaddr = n.address
   WHERE r.dstaddr NOT IN (SELECT address FROM nodes)
@@ -211,15 +212,43 @@ node_islands AS (
   ) marked
   GROUP BY address, client, island
 ),
--- The client's end counts where no island of its pair overlaps it.
+-- When each node's end was capturing: every node-end window, any client, merged per node.
+capture_reach AS (
+  SELECT address, start, stop,
+         max(stop) OVER (PARTITION BY address ORDER BY start, stop
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+  FROM ends WHERE captured_at = 'node'
+),
+node_capture AS (
+  SELECT address, min(start) AS start, max(stop) AS stop FROM (
+    SELECT address, start, stop,
+           sum(CASE WHEN reach IS NULL OR start > reach THEN 1 ELSE 0 END)
+             OVER (PARTITION BY address ORDER BY start, stop ROWS UNBOUNDED PRECEDING) AS island
+    FROM capture_reach
+  ) marked
+  GROUP BY address, island
+),
+-- The client's end counts where no island of its pair overlaps it, nor lies within AWS's
+-- lateness (LATENESS s) of it while the node's end was capturing at its first and last seconds.
 client_windows AS (
   SELECT address, client, interface_id, start, stop, sum(bytes) AS bytes, count(*) AS records
   FROM ends WHERE captured_at = 'client' GROUP BY address, client, interface_id, start, stop
 ),
+client_gated AS (
+  SELECT w.address, w.client, w.interface_id, w.start, w.stop, w.bytes, w.records,
+         CASE WHEN first_second.address IS NOT NULL AND last_second.address IS NOT NULL THEN 1 ELSE 0 END AS capturing
+  FROM client_windows w
+  LEFT JOIN node_capture first_second
+    ON first_second.address = w.address AND first_second.start <= w.start AND w.start < first_second.stop
+  LEFT JOIN node_capture last_second
+    ON last_second.address = w.address AND last_second.start <= w.stop - 1 AND w.stop - 1 < last_second.stop
+),
 client_counted AS (
   SELECT w.address, w.client, w.interface_id, w.start, w.stop, max(w.bytes) AS bytes, max(w.records) AS records
-  FROM client_windows w
-  LEFT JOIN node_islands i ON i.address = w.address AND i.client = w.client AND i.start < w.stop AND w.start < i.stop
+  FROM client_gated w
+  LEFT JOIN node_islands i ON i.address = w.address AND i.client = w.client
+    AND ((i.start < w.stop AND w.start < i.stop)
+         OR (w.capturing = 1 AND i.start < w.stop + LATENESS AND w.start < i.stop + LATENESS))
   GROUP BY w.address, w.client, w.interface_id, w.start, w.stop
   HAVING count(i.start) = 0
 ),
@@ -232,6 +261,11 @@ counted AS (
   GROUP BY address, client
 ),
 "#;
+
+/// [`COUNTING`] with AWS's lateness ([`LATENESS_SECONDS`]) written in.
+fn counting() -> String {
+    COUNTING.replace("LATENESS", &LATENESS_SECONDS.to_string())
+}
 
 /// The columns of the flow-log table that the query reads besides the default format's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -273,7 +307,7 @@ pub fn query(
     } else {
         "CAST(NULL AS VARCHAR)"
     };
-    let counting = COUNTING;
+    let counting = counting();
     let _ = write!(
         sql,
         r#"
@@ -330,7 +364,7 @@ SELECT 'summary' AS kind, CAST(NULL AS VARCHAR) AS name, CAST(NULL AS VARCHAR) A
        CASE WHEN t.in_zone_bytes + t.cross_zone_bytes > 0
             THEN CAST(t.in_zone_bytes AS DOUBLE) / (t.in_zone_bytes + t.cross_zone_bytes) END AS in_zone_share,
        CASE WHEN w.window_end > w.window_start
-            THEN CAST(t.cross_zone_bytes AS DOUBLE) * 2 * {price_per_gb} / 1e9 * 2592000 / (w.window_end - w.window_start) END
+            THEN CAST(t.cross_zone_bytes AS DOUBLE) * {price_per_gb} / 1e9 * 2592000 / (w.window_end - w.window_start) END
          AS estimated_monthly_cost_usd,
        w.window_start, w.window_end
 FROM totals t CROSS JOIN window_bounds w
@@ -348,7 +382,7 @@ GROUP BY n.endpoint, n.address, n.role, n.node_zone
 UNION ALL
 SELECT 'client', c.client, 'replica', c.client_zone, NULL, c.bytes, NULL,
        CASE WHEN w.window_end > w.window_start
-            THEN CAST(c.bytes AS DOUBLE) * 2 * {price_per_gb} / 1e9 * 2592000 / (w.window_end - w.window_start) END,
+            THEN CAST(c.bytes AS DOUBLE) * {price_per_gb} / 1e9 * 2592000 / (w.window_end - w.window_start) END,
        NULL, NULL
 FROM clients c CROSS JOIN window_bounds w WHERE c.rank <= 20
 "#
@@ -440,7 +474,7 @@ pub fn pairs_query(
     };
     let predicate = partition_predicate(layout, days);
     let (from, to) = days.seconds();
-    let counting = COUNTING;
+    let counting = counting();
     let most_bytes = LINK_BYTES_PER_SECOND * LONGEST_WINDOW_SECONDS;
     let _ = write!(
         sql,

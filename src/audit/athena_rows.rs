@@ -93,7 +93,7 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                 let records = number(at, "records", value(4))?;
                 let interface = match value(5) {
                     None => None,
-                    Some(name) if !name.is_empty() && name.len() <= super::tally::MAX_INTERFACE_ID_BYTES => {
+                    Some(name) if !name.is_empty() && name.len() <= super::flow_log::MAX_INTERFACE_ID_BYTES => {
                         Some(std::sync::Arc::from(name))
                     }
                     Some(name) => {

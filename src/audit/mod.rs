@@ -85,7 +85,9 @@ pub struct AuditArgs {
     /// Output.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     format: OutputFormat,
-    /// USD per GB (10^9 bytes) of data crossing zones, charged in each direction.
+    /// USD per GB (10^9 bytes) of data crossing zones between a client and a cache node, billed
+    /// once: AWS charges it at the client's EC2 side, and nothing in or out of the ElastiCache
+    /// node itself. Each cross-zone byte is priced at this once.
     #[arg(long = "price-per-gb", value_name = "USD", default_value_t = 0.01)]
     price_per_gb: f64,
     /// Exit 3 when the in-zone share is below this (0 to 1): a scheduled job fails loudly.

@@ -479,7 +479,7 @@ impl Figures {
         if let Some(cost) = self.estimated_monthly_cost_usd {
             gauge(
                 "locality_audit_estimated_monthly_cost_usd",
-                "Cross-zone replica bytes, charged on both sides, at --price-per-gb, scaled to 30 days.",
+                "Cross-zone replica bytes at --price-per-gb (billed once, at the client's EC2 side), scaled to 30 days.",
                 &[(String::new(), cost)],
             );
         }
@@ -601,7 +601,7 @@ impl Figures {
         if let Some(cost) = self.estimated_monthly_cost_usd {
             let _ = writeln!(
                 out,
-                "Monthly cost     about {cost:.2} USD (cross-zone replica bytes × 2 sides × {} USD/GB, scaled to 30 days)",
+                "Monthly cost     about {cost:.2} USD (cross-zone replica bytes × {} USD/GB, billed once at the client's side, scaled to 30 days)",
                 self.price_per_gb
             );
         }
@@ -682,11 +682,11 @@ impl Figures {
     }
 }
 
-/// Cross-zone bytes × 2 sides × price, scaled from the window to 30 days; `None` without a
+/// Cross-zone bytes × price (billed once, at the client's EC2 side), scaled from the window to 30 days; `None` without a
 /// window of positive length. (The same expression, in the same order, as the Athena query's.)
 fn monthly_cost(bytes: u64, window: Option<(u64, u64)>, price_per_gb: f64) -> Option<f64> {
     let (start, end) = window?;
-    (end > start).then(|| bytes as f64 * 2.0 * price_per_gb / 1e9 * MONTH_SECONDS / (end - start) as f64)
+    (end > start).then(|| bytes as f64 * price_per_gb / 1e9 * MONTH_SECONDS / (end - start) as f64)
 }
 
 /// Bytes for people: `1.23 GB` (powers of 1000, as AWS bills).

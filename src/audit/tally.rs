@@ -8,9 +8,18 @@
 //! - **Records captured at the node's end always count.** A node may have several interfaces
 //!   over time (an interface replaced keeps the node's address): each one's records count.
 //! - **A record captured at the client's end counts unless the node's end captured the same
-//!   client and node at an overlapping time.** Windows are half-open seconds `[start, end)`, at
-//!   least one second long: windows that only touch do not overlap. Records without a time
-//!   overlap every time.
+//!   client and node at a time that can be the same.** A record's `[start, end]` is closed: both
+//!   are seconds with packets (AWS's `end` is the second of the last packet), so records that
+//!   share a second overlap; records that only follow each other do not. Records without a time
+//!   overlap every time. AWS stamps each interface's records on its own, up to
+//!   [`LATENESS_SECONDS`] after the packets: so a client's record is also the node's when one of
+//!   the pair's node-end records lies within that lateness of it **and the node's end was
+//!   capturing** at the client record's first and last seconds (some record of the node, with
+//!   any client, spans each). Without that condition a node whose flow log starts or stops
+//!   would take the client's records of the minute before or after, which nothing else
+//!   captured; with it, the two ends of a flow whose clocks differ are one flow. Where the node's
+//!   capture itself begins or ends (a log turned on, a node gone, the first and last minute of
+//!   what is read), records whose clocks differ may still count at both ends.
 //!
 //! Which end captured a record:
 //! - with `flow-direction`: a record arriving at the node (ingress, to the node) or leaving it
@@ -56,6 +65,9 @@ pub const LONGEST_WINDOW_SECONDS: u64 = 3_600;
 pub const EARLIEST_START: u64 = 1_433_116_800;
 /// How far past the reader's clock a record may end (clock skew).
 const CLOCK_SKEW_SECONDS: u64 = 86_400;
+/// How late AWS may stamp a record's `start` and `end` after the packets (VPC Flow Logs: "up to
+/// 60 seconds after the packet was transmitted or received on the network interface").
+pub const LATENESS_SECONDS: u32 = 60;
 
 /// The reader's clock, epoch seconds.
 pub fn now() -> u64 {
@@ -82,10 +94,6 @@ enum CapturedAt {
 
 /// The interface number of a record without interface-id.
 const NO_INTERFACE: u32 = u32::MAX;
-
-/// The longest interface-id kept (AWS's are 21 bytes, `eni-` and 17 hex digits): a longer one
-/// is no interface id, and would make each distinct name cost what it holds.
-pub const MAX_INTERFACE_ID_BYTES: usize = 64;
 
 /// The default of `--max-clients`: distinct clients (and distinct interface ids) one audit
 /// holds, at about 300 bytes each at most (600 MiB for 2 million).
@@ -551,7 +559,8 @@ impl Tally {
         // now: seconds fit 32 bits until 2106; beyond, they are held at the last second.)
         let second = |t: u64| u32::try_from(t).unwrap_or(u32::MAX - 1);
         let window = match (flow.start, flow.end) {
-            (Some(start), Some(end)) => (second(start), second(end.max(start.saturating_add(1)))),
+            // Closed seconds [start, end], held as [start, end + 1).
+            (Some(start), Some(end)) => (second(start), second(end.max(start).saturating_add(1))),
             (Some(time), None) | (None, Some(time)) => (second(time), second(time.saturating_add(1))),
             (None, None) => (0, u32::MAX),
         };
@@ -770,16 +779,36 @@ impl Tally {
         let (mut records, mut other_end) = (0u64, 0u64);
         let pair_count = self.entries.chunk_by(Entry::same_pair).count();
         let mut pairs: Vec<Counted> = Vec::with_capacity(pair_count);
+        let at_node = |entry: &Entry| match entry.captured() {
+            CapturedAt::Node => true,
+            CapturedAt::Client => false,
+            CapturedAt::ByInterface => {
+                entry.interface == NO_INTERFACE || node_interfaces.binary_search(&(entry.node, entry.interface)).is_ok()
+            }
+        };
+        // When each node's end was capturing: the windows of every record captured there, with
+        // any client, merged into disjoint islands per node.
+        let mut capture: Vec<(u32, u32, u32)> = self
+            .entries
+            .iter()
+            .filter(|e| at_node(e))
+            .map(|e| (e.node, e.start, e.stop))
+            .collect();
+        capture.sort_unstable();
+        capture.dedup_by(|next, kept| {
+            let merge = next.0 == kept.0 && next.1 <= kept.2;
+            if merge {
+                kept.2 = kept.2.max(next.2);
+            }
+            merge
+        });
+        let capturing = |node: u32, second: u32| {
+            let at = capture.partition_point(|c| (c.0, c.2) <= (node, second));
+            capture.get(at).is_some_and(|c| c.0 == node && c.1 <= second)
+        };
         let (mut spans, mut islands, mut by_interface) = (Vec::new(), Vec::new(), Vec::new());
         for segments in self.entries.chunk_by(Entry::same_pair) {
             let node = segments[0].node;
-            let at_node = |entry: &Entry| match entry.captured() {
-                CapturedAt::Node => true,
-                CapturedAt::Client => false,
-                CapturedAt::ByInterface => {
-                    entry.interface == NO_INTERFACE || node_interfaces.binary_search(&(node, entry.interface)).is_ok()
-                }
-            };
             // The node's end: its windows merged into disjoint islands, in time order.
             spans.clear();
             spans.extend(segments.iter().filter(|e| at_node(e)).map(|e| (e.start, e.stop)));
@@ -795,7 +824,17 @@ impl Tally {
                 // The first island ending after the entry starts; it overlaps when it starts
                 // before the entry stops.
                 let at = islands.partition_point(|island: &(u32, u32)| island.1 <= entry.start);
-                islands.get(at).is_some_and(|island| island.0 < entry.stop)
+                if islands.get(at).is_some_and(|island| island.0 < entry.stop) {
+                    return true;
+                }
+                // Within the lateness of an island, while the node's end was capturing.
+                let late = LATENESS_SECONDS;
+                let at = islands.partition_point(|island: &(u32, u32)| island.1.saturating_add(late) <= entry.start);
+                islands
+                    .get(at)
+                    .is_some_and(|island| island.0 < entry.stop.saturating_add(late))
+                    && capturing(node, entry.start)
+                    && capturing(node, entry.stop.saturating_sub(1))
             };
             let mut bytes = 0u64;
             // Bytes per interface: the node's end, then the client's.

@@ -15,7 +15,7 @@
 //!
 //! | metric | labels | value |
 //! |---|---|---|
-//! | `locality_sidecar_info` | `version`, `zone`, `zone_source`, `listen` | 1 |
+//! | `locality_sidecar_info` | `version`, `zone`, `zone_source` (empty until the zone is known: a sidecar started without it detects it again every `--failure-ttl`), `listen` | 1 |
 //! | `locality_sidecar_map_read_interval_seconds` | | `--interval` |
 //! | `locality_sidecar_map_reads_total` | `result` (`ok`, `error`) | reads of the map |
 //! | `locality_sidecar_map_last_success_timestamp_seconds` | | the last good read (absent before one) |
@@ -38,10 +38,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::info::Info;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use super::Layout;
@@ -59,6 +60,7 @@ type Seconds = Gauge<f64, AtomicU64>;
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    info: SidecarInfo,
     reads: Family<Labels, Counter>,
     last_success: Family<Labels, Seconds>,
     read_error: Family<Labels, Gauge>,
@@ -102,20 +104,38 @@ fn error_class(class: &str) -> String {
     }
 }
 
+/// `locality_sidecar_info`: an info metric whose labels change once, when a zone that was not
+/// known at start is detected later (prometheus-client's `Info` is fixed when made).
+#[derive(Debug, Clone, Default)]
+struct SidecarInfo(Arc<std::sync::RwLock<Vec<(String, String)>>>);
+
+impl EncodeMetric for SidecarInfo {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let labels = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        encoder.encode_info(&labels)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Info
+    }
+}
+
 impl Metrics {
-    /// The metrics of one sidecar: its zone (`zone`, with where it came from) and listener are
-    /// fixed for its life; the map is re-read every `interval`.
+    /// The metrics of one sidecar: its zone (`zone`, with where it came from; see
+    /// [`Metrics::zone_detected`]) and listener; the map is re-read every `interval`.
     pub fn new(zone: Option<String>, zone_source: Option<&str>, listen: SocketAddr, interval: Duration) -> Metrics {
         let mut registry = Registry::default();
+        let info = SidecarInfo::default();
+        *info.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = vec![
+            ("version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+            ("zone".to_string(), zone.unwrap_or_default()),
+            ("zone_source".to_string(), zone_source.unwrap_or_default().to_string()),
+            ("listen".to_string(), listen.to_string()),
+        ];
         registry.register(
             "locality_sidecar",
-            "The sidecar: its version, this host's zone (empty: not known) and where it came from, the local listener",
-            Info::new(vec![
-                ("version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-                ("zone".to_string(), zone.unwrap_or_default()),
-                ("zone_source".to_string(), zone_source.unwrap_or_default().to_string()),
-                ("listen".to_string(), listen.to_string()),
-            ]),
+            "The sidecar: its version, this host's zone (empty: not known yet) and where it came from, the local listener",
+            info.clone(),
         );
         let interval_gauge = Seconds::default();
         interval_gauge.set(interval.as_secs_f64());
@@ -126,6 +146,7 @@ impl Metrics {
         );
         let mut metrics = Metrics {
             registry,
+            info,
             reads: Family::default(),
             last_success: Family::default(),
             read_error: Family::default(),
@@ -193,6 +214,19 @@ impl Metrics {
             metrics.left_out.clone(),
         );
         metrics
+    }
+
+    /// The zone, detected after the sidecar started without it: `zone` and `zone_source` of
+    /// `locality_sidecar_info` say it from now on.
+    pub fn zone_detected(&self, zone: &str, zone_source: &str) {
+        let mut labels = self.info.0.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (name, value) in labels.iter_mut() {
+            match name.as_str() {
+                "zone" => *value = zone.to_string(),
+                "zone_source" => *value = zone_source.to_string(),
+                _ => {}
+            }
+        }
     }
 
     /// A good read of the map, at `when`.

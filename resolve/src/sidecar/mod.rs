@@ -794,9 +794,10 @@ impl Supervisor {
     /// Says "listening" once HAProxy answers on its runtime API; every 200 ms: close sessions
     /// on replicas marked down; every interval (or on SIGHUP): re-read the map and apply a
     /// change.
-    fn follow(self, mut layout: Layout, pid: u32, stop: &AtomicBool, reread: &AtomicBool, listening: &AtomicBool) {
+    fn follow(mut self, mut layout: Layout, pid: u32, stop: &AtomicBool, reread: &AtomicBool, listening: &AtomicBool) {
         let admin = runtime::Admin::new(&self.dir.path_of(haproxy::SOCKET));
         let mut last_read = Instant::now();
+        let mut last_detection = Instant::now();
         let mut last_failure: Option<String> = None;
         let mut last_warnings: Vec<String> = Vec::new();
         let log = |line: String| {
@@ -860,6 +861,13 @@ impl Supervisor {
             if last_failure.take().is_some() {
                 log("the map can be read again".into());
             }
+            // A zone not known at start (the metadata silent, say) is detected again once the
+            // failure's TTL has passed, never cached for good: the reads move to the zone's
+            // replicas at this map read.
+            if self.zone.is_none() && last_detection.elapsed() >= self.options.resolve.failure_ttl {
+                last_detection = Instant::now();
+                self.detect_again(&log);
+            }
             let (new, notes) = match plan(
                 &self.options.resolve,
                 self.zone.as_ref(),
@@ -907,6 +915,35 @@ impl Supervisor {
                     layout = new;
                 }
                 Err(problem) => log(format!("the map changed, but HAProxy was not reloaded: {problem}")),
+            }
+        }
+    }
+
+    /// Detects the zone again (through the cache, whose failure entry has expired by now); when
+    /// it is found, says so in the log and in `locality_sidecar_info`.
+    fn detect_again(&mut self, log: &dyn Fn(String)) {
+        let (zone, source, failure, _) = crate::find_zone(&self.options.resolve);
+        match zone {
+            Some(zone) => {
+                let source_text = source.map_or("", ZoneSource::as_str);
+                log(format!(
+                    "the zone is known now: {} (from {source_text}); reads move to the zone's replicas at this map read",
+                    zone.describe()
+                ));
+                self.metrics.zone_detected(&zone.describe(), source_text);
+                self.zone = Some(zone);
+                self.source = source;
+                self.zone_failure = None;
+            }
+            None => {
+                if let Some(failure) = failure {
+                    if self.zone_failure.as_ref() != Some(&failure) {
+                        log(format!(
+                            "the zone is still not known ({failure}); reads stay on the reader"
+                        ));
+                    }
+                    self.zone_failure = Some(failure);
+                }
             }
         }
     }

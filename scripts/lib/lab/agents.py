@@ -11,6 +11,7 @@
 - `metadata`: an EC2 instance metadata fake (IMDSv2 and v1) that answers one zone's name and ID.
 - `load`: HTTP requests to the zone's own app at a steady rate; one line a request (time, latency,
   status, route) into a file.
+- `redisload`: GETs through the sidecar's local listener at a steady rate; one line each.
 - `writer`: SETs to the primary at a steady rate (what stays across zones: writes and replication).
 """
 
@@ -290,6 +291,60 @@ def load(args):
 
 
 # ---------------------------------------------------------------------------------------------
+# redisload
+def read_reply(sock, buf):
+    """One RESP reply (a bulk string, nil, or a one-line reply) from `sock`; the rest of the
+    bytes read. Raises OSError when the connection ends."""
+    while b"\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise OSError("connection closed")
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n")
+    if head[:1] != b"$" or head == b"$-1":
+        return head, rest
+    size = int(head[1:])
+    while len(rest) < size + 2:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise OSError("connection closed")
+        rest += chunk
+    return rest[:size], rest[size + 2:]
+
+
+def redisload(args):
+    """GETs through a local endpoint (the sidecar) at `args.rate` a second, one connection kept
+    and opened again when it ends, each GET tried once more on a new connection (as Redis
+    clients retry after a reconnect); each: `epoch_ms latency_us ok|failed` into `args.out`."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    out = open(args.out, "a", buffering=1)
+    host, port = args.target.rsplit(":", 1)
+    rng = random.Random(args.seed)
+    sock, buf = None, b""
+    next_at = time.monotonic()
+    while not stop.is_set():
+        next_at += 1.0 / args.rate
+        stop.wait(max(0.0, next_at - time.monotonic()))
+        key = "lab:%d" % rng.randrange(args.keys)
+        started = time.monotonic()
+        ok = False
+        for _attempt in range(2):
+            try:
+                if sock is None:
+                    sock, buf = socket.create_connection((host, int(port)), timeout=2), b""
+                sock.sendall(resp("GET", key))
+                value, buf = read_reply(sock, buf)
+                ok = len(value) > 100
+                break
+            except OSError:
+                if sock is not None:
+                    sock.close()
+                sock = None
+        out.write("%d %d %s\n" % (int(time.time() * 1000), int((time.monotonic() - started) * 1e6), "ok" if ok else "failed"))
+
+
+# ---------------------------------------------------------------------------------------------
 # writer
 def resp(*parts):
     out = b"*%d\r\n" % len(parts)
@@ -345,6 +400,12 @@ def main():
     p.add_argument("--keys", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", required=True)
+    p = sub.add_parser("redisload")
+    p.add_argument("--target", required=True)
+    p.add_argument("--rate", type=float, required=True)
+    p.add_argument("--keys", type=int, required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True)
     p = sub.add_parser("writer")
     p.add_argument("--primary", required=True)
     p.add_argument("--rate", type=float, required=True)
@@ -352,9 +413,9 @@ def main():
     p.add_argument("--keys", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    if args.role != "load":
+    if args.role not in ("load", "redisload"):
         stop_on_term()
-    {"delay": delay, "dns": dns, "metadata": metadata, "load": load, "writer": writer}[args.role](args)
+    {"delay": delay, "dns": dns, "metadata": metadata, "load": load, "redisload": redisload, "writer": writer}[args.role](args)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ router's own addresses (the VPC's DNS and health checks) are not logged, as AWS 
 to its DNS server.
 
 The kernel's figures use the same increments and the audit's definition: bytes between a
-replica and a client, both directions, counted at the replica's end, in-zone when the client's
-subnet is the replica's zone.
+replica and a client, both directions, each flow (5-tuple) once: at the replica's end, or at the
+client's end when the replica's end never counted it (a replica gone); in-zone when the
+client's subnet is the replica's zone. The truth is per 5-tuple and never looks at windows,
+so it does not share the audit's counting rule.
 """
 
 import collections
@@ -128,22 +130,44 @@ class Topology:
         return self.nodes.get(address, "client")
 
 
+def flow_of(local, key):
+    """(client-side address and port, node-side address and port, protocol) of an increment at
+    `local`, with `local`'s side first: a 5-tuple whichever direction and end counted it."""
+    direction, saddr, daddr, proto, sport, dport = key
+    if direction == "in":
+        return (local, dport, saddr, sport, proto)
+    return (local, sport, daddr, dport, proto)
+
+
 def kernel_figures(series, hosts, topology, t0, t1):
-    """The kernel's figures over (t0, t1]: replica bytes with clients, in-zone and across (at the
-    replica's end), and the other cross-zone bytes by kind (writes to the primary, replication,
-    at the primary's end)."""
+    """The kernel's figures over (t0, t1]: replica bytes with clients, in-zone and across, each
+    flow once: at the replica's end, or at the client's end for a flow the replica's end never
+    counted (a replica gone: connection attempts to its address); and the other cross-zone
+    bytes by kind (writes to the primary, replication, at the primary's end)."""
     fig = {"in_zone": 0, "cross_zone": 0, "cross_zone_writes": 0, "cross_zone_replication": 0,
            "per_client": collections.Counter()}
+    seen = []
+    at_replica = set()
     for host, key, _t, _p, octets in increments(series, t0, t1):
         local = hosts[host]["address"]
-        direction, saddr, daddr = key[0], key[1], key[2]
-        remote = saddr if direction == "in" else daddr
+        flow = flow_of(local, key)
+        remote = flow[2]
         here, there = topology.kind(local), topology.kind(remote)
+        seen.append((local, remote, here, there, flow, octets))
+        if here == "replica" and there == "client":
+            at_replica.add(flow)
+    for local, remote, here, there, flow, octets in seen:
         across = topology.zone(local) != topology.zone(remote)
         if here == "replica" and there == "client":
+            client = remote
+        elif here == "client" and there == "replica" and (flow[2], flow[3], flow[0], flow[1], flow[4]) not in at_replica:
+            client = local
+        else:
+            client = None
+        if client is not None:
             fig["cross_zone" if across else "in_zone"] += octets
             if across:
-                fig["per_client"][remote] += octets
+                fig["per_client"][client] += octets
         elif here == "primary" and there == "client" and across:
             fig["cross_zone_writes"] += octets
         elif here == "primary" and there == "replica" and across:

@@ -43,7 +43,11 @@ READER = "reader.lab.internal"
 PORT = 6379
 METADATA = "127.0.0.1:8775"
 HTTP = "127.0.0.1:8080"
-FPM = "127.0.0.1:9000"
+SIDECAR_METRICS = "127.0.0.1:9102"
+SIDECAR_INTERVAL = 2
+# PHP-FPM listens on a unix socket, as Debian's pool does (over TCP, its small writes meet
+# HAProxy's delayed ACKs: 40 ms stalls that would hide what the cache costs).
+FPM_SOCKET = "php-fpm.sock"
 KEYS = 200
 VALUE_SIZE = 16384
 
@@ -81,6 +85,10 @@ class Lab:
         self.locality = args.locality
         self.provider_dir = args.provider_dir
         self.php_fpm = sorted(p for p in os.listdir("/usr/sbin") if p.startswith("php-fpm"))[-1]
+
+    def fail_here(self):
+        if self.args.fail_at and self.step.startswith(self.args.fail_at):
+            raise StepFailed("failed on purpose (--fail-at)")
 
     # -- processes and namespaces ---------------------------------------------------------
     def run(self, argv, ns=None, check=True, env=None, timeout=120, input=None):
@@ -129,6 +137,17 @@ class Lab:
         if self.run(["python3", "-c", code], ns=ns, check=False, timeout=timeout + 10).returncode != 0:
             raise StepFailed("%s did not listen on %s within %.0f s%s" % (what, address, timeout, self.tail(proc)))
 
+    def wait_unix(self, path, what, timeout=30.0, proc=None):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.connect(path)
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise StepFailed("%s did not listen on %s within %.0f s%s" % (what, path, timeout, self.tail(proc)))
+
     def tail(self, name):
         if not name:
             return ""
@@ -155,6 +174,25 @@ class Lab:
             shutil.rmtree(path, ignore_errors=True)
         if not self.args.keep_work:
             shutil.rmtree(self.work, ignore_errors=True)
+
+    def save_state(self):
+        """The counters, hosts, phases and figures, and the maps, in the out folder
+        (lab-state.json): `--analyse-only` builds the records and the report again from it."""
+        for name in ("replica-map-before-drill-d.json",):
+            if os.path.exists(os.path.join(self.work, name)):
+                shutil.copy(os.path.join(self.work, name), os.path.join(self.out, name))
+        shutil.copy(self.map_file, os.path.join(self.out, "replica-map.json"))
+        state = {"series": {h: [[list(k), v] for k, v in keys.items()] for h, keys in self.series.items()},
+                 "hosts": self.hosts, "phases": self.phases, "figures": self.figures, "t_start": self.t_start}
+        with open(os.path.join(self.out, "lab-state.json"), "w") as f:
+            json.dump(state, f)
+
+    def load_state(self, path):
+        with open(path) as f:
+            state = json.load(f)
+        self.series = {h: {tuple(k): [tuple(x) for x in v] for k, v in keys} for h, keys in state["series"].items()}
+        self.hosts, self.phases, self.figures, self.t_start = state["hosts"], state["phases"], state["figures"], state["t_start"]
+        self.map_file = os.path.join(self.out, "replica-map.json")
 
     # -- the VPC ---------------------------------------------------------------------------
     def ns_name(self, host):
@@ -217,11 +255,12 @@ class Lab:
         self.namespaces.remove(ns)
 
     # -- the kernel's counters -------------------------------------------------------------
-    def poll_host(self, host):
+    def poll_host(self, host, t):
+        """One host's counters, stamped `t`: the round's time, the same for every host, so that
+        both ends of a packet seen in one round carry the same second."""
         ns = self.hosts[host]["ns"]
         done = subprocess.run(["ip", "netns", "exec", ns, "nft", "-j", "list", "table", "inet", "lab"],
                               capture_output=True, text=True)
-        t = time.time()
         if done.returncode != 0:
             return
         series = self.series.setdefault(host, {})
@@ -242,8 +281,9 @@ class Lab:
     def poll_once(self, hosts=None):
         with self.poll_lock:
             hosts = list(hosts or self.polled)
+        t = time.time()
         with concurrent.futures.ThreadPoolExecutor(len(hosts)) as pool:
-            list(pool.map(self.poll_host, hosts))
+            list(pool.map(lambda host: self.poll_host(host, t), hosts))
 
     def poller(self):
         while not self.stop_polling.wait(1.0):
@@ -407,7 +447,8 @@ class Lab:
                   % (d, d, debian_pool, d))
             write(os.path.join(d, "pool.d", "zz-locality.conf"), pool)
             write(os.path.join(d, "pool.d", "zzz-lab.conf"),
-                  "[www]\nlisten = %s\npm = static\npm.max_children = 8\ncatch_workers_output = yes\n" % FPM)
+                  "[www]\nlisten = %s\nlisten.mode = 0660\npm = static\npm.max_children = 8\ncatch_workers_output = yes\n"
+                  % os.path.join(d, FPM_SOCKET))
             write(os.path.join(d, "bin", "php-fpm"), "#!/bin/sh\nexec /usr/sbin/%s -y '%s/php-fpm.conf' \"$@\"\n" % (self.php_fpm, d), 0o755)
             link = os.path.join(d, "bin", "locality")
             if not os.path.exists(link):
@@ -418,9 +459,10 @@ class Lab:
                   "#!/bin/sh\nexport LOCALITY_READ_ENDPOINT=\"$LOCALITY_FALLBACK\"\nexec php-fpm -F\n", 0o755)
             shutil.copy(os.path.join(ROOT, "examples/php/read.php"), os.path.join(d, "www", "read.php"))
             os.chmod(os.path.join(d, "www", "read.php"), 0o644)
-            write(os.path.join(d, "haproxy.cfg"), HTTP_FRONT % {"listen": HTTP, "fpm": FPM, "docroot": os.path.join(d, "www")})
+            write(os.path.join(d, "haproxy.cfg"), HTTP_FRONT % {"listen": HTTP, "fpm": os.path.join(d, FPM_SOCKET), "docroot": os.path.join(d, "www")})
             self.start("http-" + letter, ["haproxy", "-db", "-f", os.path.join(d, "haproxy.cfg")], ns=self.hosts["app-" + letter]["ns"])
             self.start_metadata(letter)
+        self.fail_here()  # (with every front and metadata fake running)
 
     def start_metadata(self, letter):
         info = self.hosts["app-" + letter]
@@ -450,7 +492,7 @@ class Lab:
         d = os.path.join(self.work, "zone-" + letter)
         self.start("app-" + letter, ["sh", os.path.join(d, script)], ns=self.hosts["app-" + letter]["ns"],
                    env=self.app_env(letter), log_name="app-" + letter)
-        self.wait_tcp(self.hosts["app-" + letter]["ns"], FPM, "PHP-FPM of zone " + letter, proc="app-" + letter)
+        self.wait_unix(os.path.join(d, FPM_SOCKET), "PHP-FPM of zone " + letter, proc="app-" + letter)
         self.wait_tcp(self.hosts["app-" + letter]["ns"], HTTP, "the HTTP front of zone " + letter, proc="http-" + letter)
 
     def start_load(self, letter, seed):
@@ -624,14 +666,38 @@ def drill_metadata(lab):
     letter = "c"
     lab.stop("load-" + letter)
     lab.stop("metadata-" + letter)
+    # A new task or container: its runtime directory, resolve's cache, starts empty (a zone
+    # detected earlier is cached for good, and would make the outage invisible).
+    run_dir = os.path.join(lab.work, "zone-" + letter, "run")
+    shutil.rmtree(run_dir)
+    os.makedirs(run_dir, mode=0o700)
     t0 = lab.mark()
     lab.start_app(letter, "entrypoint.sh")
     t_started = time.time()
     lab.start_load(letter, seed=30)
-    log("drill c: zone c's app started with its metadata down; %d s" % lab.args.outage_seconds)
+    # The sidecar, beside the app on the same host (the same cache directory: the failure that
+    # resolve cached is the sidecar's too), with a client reading through it.
+    ns = lab.hosts["app-" + letter]["ns"]
+    lab.start("sidecar-" + letter, [lab.locality, "sidecar", "--map", lab.map_file, "--listen", "127.0.0.1:%d" % PORT,
+                                    "--interval", str(SIDECAR_INTERVAL), "--failure-ttl", str(lab.args.failure_ttl),
+                                    "--metrics", SIDECAR_METRICS], ns=ns, env=lab.app_env(letter))
+    lab.wait_tcp(ns, "127.0.0.1:%d" % PORT, "the sidecar of zone c", proc="sidecar-" + letter)
+    sidecar_reads = os.path.join(lab.work, "sidecar-reads-%s.txt" % letter)
+    lab.start("sidecar-load-" + letter, ["python3", os.path.join(HERE, "agents.py"), "redisload", "--target", "127.0.0.1:%d" % PORT,
+                                         "--rate", "20", "--keys", str(KEYS), "--out", sidecar_reads], ns=ns)
+    route_at_start = sidecar_route(lab, ns)
+    log("drill c: zone c's app and sidecar started with its metadata down (sidecar route: %s); %d s" % (route_at_start, lab.args.outage_seconds))
     time.sleep(lab.args.outage_seconds)
     lab.start_metadata(letter)
     t_meta = time.time()
+    t_sidecar = None
+    deadline = t_meta + lab.args.failure_ttl + SIDECAR_INTERVAL + 15
+    while time.time() < deadline:
+        if sidecar_route(lab, ns) == "zone":
+            t_sidecar = time.time()
+            break
+        time.sleep(0.25)
+    log("drill c: the sidecar %s" % ("moved to the zone's replica %.1f s after the metadata returned" % (t_sidecar - t_meta) if t_sidecar else "never moved to the zone"))
     # The entrypoint's next start: after the cached failure's TTL (the guide: --failure-ttl, never longer).
     wait = t_started + lab.args.failure_ttl + 1 - time.time()
     log("drill c: metadata back; the app's next start in %.0f s (after --failure-ttl %d)" % (max(wait, 0), lab.args.failure_ttl))
@@ -643,6 +709,9 @@ def drill_metadata(lab):
     lab.start_load(letter, seed=31)
     t_back = wait_route(lab, letter, t_restart, "zone", 30)
     time.sleep(2)
+    lab.stop("sidecar-load-" + letter)
+    metrics_text = sidecar_metrics(lab, ns)
+    lab.stop("sidecar-" + letter)
     t1 = lab.mark()
     lab.phases.append({"name": "c-metadata-outage", "t0": t0, "t1": t1})
     with open(os.path.join(lab.work, "app-c.log"), errors="replace") as f:
@@ -655,7 +724,34 @@ def drill_metadata(lab):
         "back_in_zone_after_metadata_s": t_back - t_meta if t_back else None,
         "failure_ttl_s": lab.args.failure_ttl,
         "resolve_said": said[-3:],
+        "sidecar": {
+            "route_at_start": route_at_start,
+            "zone_after_metadata_s": t_sidecar - t_meta if t_sidecar else None,
+            "bound_s": lab.args.failure_ttl + SIDECAR_INTERVAL,
+            "interval_s": SIDECAR_INTERVAL,
+            "reads": sidecar_reads_summary(sidecar_reads),
+            "info": [l for l in metrics_text.splitlines() if l.startswith(("locality_sidecar_info", "locality_sidecar_route{"))],
+            "said": [l.strip() for l in open(os.path.join(lab.work, "sidecar-c.log"), errors="replace") if "zone" in l][-4:],
+        },
     }
+
+
+def sidecar_metrics(lab, ns):
+    code = "import urllib.request;print(urllib.request.urlopen('http://%s/metrics',timeout=2).read().decode())" % SIDECAR_METRICS
+    return lab.run(["python3", "-c", code], ns=ns, check=False).stdout
+
+
+def sidecar_route(lab, ns):
+    """'zone' or 'reader', from the sidecar's locality_sidecar_route metric."""
+    for line in sidecar_metrics(lab, ns).splitlines():
+        if line.startswith("locality_sidecar_route{") and line.endswith(" 1"):
+            return "zone" if 'route="zone"' in line else "reader"
+    return None
+
+
+def sidecar_reads_summary(path):
+    rows = [l.split() for l in open(path)] if os.path.exists(path) else []
+    return {"reads": len(rows), "failed": sum(1 for r in rows if r[2] != "ok")}
 
 
 def drill_replaced(lab):
@@ -664,7 +760,6 @@ def drill_replaced(lab):
     t0 = lab.mark()
     lab.stop("redis-replica-c")
     lab.hosts["replica-c"]["live"] = False
-    lab.remove_host("replica-c")
     lab.add_host("replica-c2", 2, "10.0.3.21", "replica")
     lab.start_redis("replica-c2", replicaof="10.0.1.30")
     lab.wait_synced("replica-c2")
@@ -676,6 +771,10 @@ def drill_replaced(lab):
     time.sleep(lab.args.load_seconds)
     t1 = lab.mark()
     lab.phases.append({"name": "d-stale-map", "t0": t0, "t1": t1})
+    # The old replica's host goes now. (Until here its address answered with resets, and its
+    # interface counted what the app still sent it, so that no byte of its flows went uncounted
+    # at the node's end while the node's end still ran.)
+    lab.remove_host("replica-c")
     lab.step = "drill d: terraform plan shows the drift"
     plan = lab.terraform("plan", "-detailed-exitcode", check=False)
     lab.figures["replaced"] = {"plan_exit": plan.returncode, "plan": plan.stdout[-4000:],
@@ -727,10 +826,6 @@ def analyse(lab):
     with open(os.path.join(lab.out, "subnets.json"), "w") as f:
         json.dump(subnets_json(), f, indent=1)
     maps = {}
-    before = os.path.join(lab.work, "replica-map-before-drill-d.json")
-    first_map = before if os.path.exists(before) else lab.map_file
-    shutil.copy(first_map, os.path.join(lab.out, "replica-map-before-drill-d.json"))
-    shutil.copy(lab.map_file, os.path.join(lab.out, "replica-map.json"))
     for p in lab.phases:
         maps[p["name"]] = os.path.join(lab.out, "replica-map.json" if p["name"] == "d-applied" else "replica-map-before-drill-d.json")
     router = ["10.0.%d.1" % n for _, _, n in ZONES]
@@ -792,28 +887,39 @@ def analyse(lab):
 
     # Drill e: AWS's clock. Each interface stamps its records on its own, up to 60 s late.
     lab.step = "drill e: records rebuilt with a per-interface clock skew"
+    # One continuous span of records, as a flow log is: the whole run, from before the first
+    # connection of the load to after the last (no flow cut by the span's edges), audited with
+    # the map published at the end (the kernel's truth takes its nodes too).
+    span0, span1 = lab.phases[0]["t0"], lab.figures.get("t_end", lab.phases[-1]["t1"])
+    final_map = os.path.join(lab.out, "replica-map.json")
+    with open(final_map) as f:
+        kernel = flowlogs.kernel_figures(lab.series, lab.hosts, topology_of(json.load(f)), span0, span1)
+    before_d = [{"name": "the first phase"}, {"name": "the end of the run"}]
     skews = []
-    for phase_name in ("a-baseline", "b-node-failure"):
-        p = next(x for x in lab.phases if x["name"] == phase_name)
-        kernel = by[phase_name]["kernel"]
-        for s in lab.args.skews:
-            rng = random.Random(s)
-            per_host = {h: (rng.randint(0, s) if s else 0) for h in lab.hosts}
-            records = flowlogs.build_records(lab.series, lab.hosts, p["t0"], p["t1"], skews=per_host, excluded=router)
-            folder = flowlogs.write_logs(records, os.path.join(lab.work, "skew", phase_name, str(s)), custom=True)
-            code, rep, err = audit(lab, maps[phase_name], folder)
-            total_k = kernel["in_zone"] + kernel["cross_zone"]
-            total_a = (rep["in_zone_bytes"] + rep["cross_zone_bytes"]) if rep else None
-            skews.append({"phase": phase_name, "max_skew_s": s, "exit": code, "audit_share": rep and rep["in_zone_share"],
-                          "kernel_share": kernel["share"], "audit_bytes": total_a, "kernel_bytes": total_k,
-                          "bytes_error": (total_a - total_k) / total_k if total_a is not None and total_k else None,
-                          "cross_zone_error": ((rep["cross_zone_bytes"] - kernel["cross_zone"]) / kernel["cross_zone"])
-                          if rep and kernel["cross_zone"] else None})
+    for s in lab.args.skews:
+        rng = random.Random(s)
+        per_host = {h: (rng.randint(0, s) if s else 0) for h in sorted(lab.hosts)}
+        records = flowlogs.build_records(lab.series, lab.hosts, span0, span1, skews=per_host, excluded=router)
+        folder = flowlogs.write_logs(records, os.path.join(lab.work, "skew", str(s)), custom=True)
+        code, rep, err = audit(lab, final_map, folder)
+        total_k = kernel["in_zone"] + kernel["cross_zone"]
+        total_a = (rep["in_zone_bytes"] + rep["cross_zone_bytes"]) if rep else None
+        skews.append({"span": ["a-baseline", "the end of the run"], "span_s": span1 - span0, "max_skew_s": s,
+                      "skews": per_host, "exit": code, "audit_share": rep and rep["in_zone_share"],
+                      "kernel_share": kernel["share"], "audit_bytes": total_a, "kernel_bytes": total_k,
+                      "audit_cross_zone_bytes": rep and rep["cross_zone_bytes"], "kernel_cross_zone_bytes": kernel["cross_zone"],
+                      "bytes_error": (total_a - total_k) / total_k if total_a is not None and total_k else None,
+                      "cross_zone_error": ((rep["cross_zone_bytes"] - kernel["cross_zone"]) / kernel["cross_zone"])
+                      if rep and kernel["cross_zone"] else None})
     lab.figures["clock_skew"] = skews
+    # The picture's categories by what each host is (the replaced replica and its successor both
+    # replicas), whatever map was published at the time.
+    everyone = flowlogs.Topology([("10.0.%d.0/24" % n, zone) for zone, _, n in ZONES],
+                                 {h["address"]: h["role"] for h in lab.hosts.values() if h["role"] != "client"},
+                                 ["10.0.%d.1" % n for _, _, n in ZONES])
     lab.figures["per_second"] = {
         str(k): v for k, v in sorted(flowlogs.cross_zone_per_second(
-            lab.series, lab.hosts, topology_of(json.load(open(maps[lab.phases[0]["name"]]))), lab.phases[0]["t0"], lab.phases[-1]["t1"]).items())}
-    # (replica-c2 is a replica for the plot's categories whatever the map said then)
+            lab.series, lab.hosts, everyone, lab.phases[0]["t0"], lab.phases[-1]["t1"]).items())}
     lab.figures["per_second_t0"] = lab.phases[0]["t0"]
 
 
@@ -827,7 +933,11 @@ def main():
     parser.add_argument("--duckdb-python")
     parser.add_argument("--delay-ms", type=float, default=0.5)
     parser.add_argument("--rate", type=float, default=40.0)
-    parser.add_argument("--keep-work", action="store_true")
+    parser.add_argument("--keep-work", action="store_true", help="keep the run's working folder (logs, configurations) in /tmp")
+    # (tests/lab.rs: a step made to fail, to check that a lab failing half way leaves nothing)
+    parser.add_argument("--fail-at", help=argparse.SUPPRESS)
+    parser.add_argument("--analyse-only", action="store_true",
+                        help="build the records, the audits and the report again from OUT/lab-state.json (no namespaces, no root)")
     args = parser.parse_args()
     args.load_seconds = 25 if args.short else 75
     args.outage_seconds = 10 if args.short else 20
@@ -835,6 +945,14 @@ def main():
     args.min_share = 0.95
     args.skews = [0, 10, 30, 60]
     lab = Lab(args)
+    if args.analyse_only:
+        lab.load_state(os.path.join(lab.out, "lab-state.json"))
+        analyse(lab)
+        checks = report.write(lab.out, lab.figures, lab.phases, args, machine())
+        for c in checks:
+            log("%s %s: %s" % ("ok  " if c["passed"] else "FAIL", c["name"], c["detail"]))
+        shutil.rmtree(lab.work, ignore_errors=True)
+        return 0 if all(c["passed"] for c in checks) else 1
 
     def interrupted(signum, _frame):
         raise KeyboardInterrupt(signum)
@@ -860,6 +978,9 @@ def main():
         for name in [n for n in lab.procs if n.startswith(("load-", "writer-"))]:
             lab.stop(name)
         lab.measure_delay("end")
+        lab.figures["duration_s"] = time.time() - lab.t_start
+        lab.figures["t_end"] = lab.mark()
+        lab.save_state()
         analyse(lab)
         lab.step = "the report"
         lab.figures["duration_s"] = time.time() - lab.t_start
@@ -875,6 +996,11 @@ def main():
     except KeyboardInterrupt:
         log("interrupted at step «%s»; cleaning up" % lab.step)
         status = 130
+    except Exception as e:  # a fault of the lab itself: named, then everything torn down
+        import traceback
+        traceback.print_exc()
+        log("failed at step «%s»: %s: %s" % (lab.step, type(e).__name__, e))
+        status = 1
     finally:
         lab.stop_polling.set()
         if poller:

@@ -27,7 +27,11 @@ pub fn schema() -> Schema {
              `us-east-1` only: the data source calls it there whatever the `aws` block's region (the credentials \
              and endpoint are the block's). Cost Explorer's figures lag by up to a day, and the last day may be an \
              estimate. This is account-wide (optionally one service, linked account or cost allocation tag): \
-             `locality audit` says which clients and nodes the bytes are.",
+             `locality audit` says which clients and nodes the bytes are. It reads the bill itself, so it needs no \
+             price and counts nothing twice: a byte between an EC2 client and an ElastiCache node in another AZ is \
+             billed once, at the EC2 side (no ElastiCache data transfer charge in or out of the node), and Cost \
+             Explorer shows it once; a byte between two EC2 instances in different AZs is billed on both sides, \
+             and shows twice.",
         )
         .attribute(
             Attribute::string("usage_type_pattern")
