@@ -43,7 +43,8 @@
 //! merged, and it grows by half only when they still fill half of it, so it holds at most three
 //! times the distinct keys. A day of a pair's minutes is about 1,440 entries at each end
 //! (140 kB); a client seen once is one entry. Interface ids are stored once, in one string.
-//! Counting ([`Tally::counted`]) adds about 60 bytes a pair, and the report keeps nothing per
+//! Counting ([`Tally::counted`]) adds about 60 bytes a pair and 12 bytes a node-end entry (when
+//! each node's end was capturing, merged in place), and the report keeps nothing per
 //! client, so the audit's peak is under 300 bytes a distinct client (`scripts/bench
 //! --audit-memory` measures it). Past `--max-clients` distinct clients or interface ids
 //! ([`DEFAULT_MAX_CLIENTS`]) the tally holds nothing more and says so ([`TooMany`]): a sender
@@ -973,6 +974,108 @@ mod tests {
         let count = tally.counted();
         assert_eq!(count.pairs.iter().map(|c| c.bytes).collect::<Vec<_>>(), [1000, 1000]);
         assert_eq!((count.records, count.other_end), (4, 0));
+    }
+
+    /// A record at `start..=end` (closed seconds), with flow-direction.
+    fn timed<'a>(
+        src: &str,
+        dst: &str,
+        bytes: u64,
+        interface: &'a str,
+        direction: Direction,
+        start: u64,
+        end: u64,
+    ) -> Flow<'a> {
+        Flow {
+            start: Some(start),
+            end: Some(end),
+            ..flow(src, dst, bytes, interface, Some(direction))
+        }
+    }
+
+    /// Issue 61, item 6: AWS's `[start, end]` is closed. A client-end record that shares only
+    /// its last second with the node's record is the same flow; one that follows it is not.
+    #[test]
+    fn records_that_share_a_second_are_one_flow() {
+        let (c, n) = ("10.0.2.5", "10.0.1.10");
+        let mut tally = Tally::new(NOW);
+        tally.add(
+            &timed(c, n, 700, "eni-node", Direction::Ingress, T0 + 30, T0 + 59),
+            node,
+        );
+        tally.add(&timed(c, n, 700, "eni-c", Direction::Egress, T0, T0 + 30), node);
+        let count = tally.counted();
+        assert_eq!((count.pairs[0].bytes, count.other_end), (700, 1));
+    }
+
+    /// Issue 62, drill e: the ends' clocks differ (AWS stamps each interface's records up to 60 s
+    /// late). A burst recorded 40 s later at the client's end than at the node's counts once
+    /// while the node's end was capturing then (other clients); where the node's end was not
+    /// capturing (its flow log starting later), the client's record is the only one and counts.
+    #[test]
+    fn records_late_by_less_than_the_lateness_are_one_flow_while_the_node_captures() {
+        let (c, other, n) = ("10.0.2.5", "10.0.3.5", "10.0.1.10");
+        let mut tally = Tally::new(NOW);
+        // Another client keeps the node's end capturing for ten minutes.
+        for minute in 0..10 {
+            let start = T0 + minute * 60;
+            tally.add(
+                &timed(other, n, 10, "eni-node", Direction::Ingress, start, start + 59),
+                node,
+            );
+        }
+        tally.add(
+            &timed(c, n, 500, "eni-node", Direction::Ingress, T0 + 100, T0 + 102),
+            node,
+        );
+        tally.add(&timed(c, n, 500, "eni-c", Direction::Egress, T0 + 140, T0 + 142), node);
+        let count = tally.counted();
+        let pair = count.pairs.iter().find(|p| p.client.to_string() == c).unwrap();
+        assert_eq!(pair.bytes, 500);
+        assert_eq!(count.other_end, 1);
+
+        // Beyond the lateness: two flows.
+        let mut tally = Tally::new(NOW);
+        for minute in 0..10 {
+            let start = T0 + minute * 60;
+            tally.add(
+                &timed(other, n, 10, "eni-node", Direction::Ingress, start, start + 59),
+                node,
+            );
+        }
+        tally.add(
+            &timed(c, n, 500, "eni-node", Direction::Ingress, T0 + 100, T0 + 102),
+            node,
+        );
+        tally.add(&timed(c, n, 500, "eni-c", Direction::Egress, T0 + 163, T0 + 165), node);
+        let count = tally.counted();
+        assert_eq!(
+            count.pairs.iter().find(|p| p.client.to_string() == c).unwrap().bytes,
+            1000
+        );
+
+        // The node's flow log starts at T0 + 120: the client's records of the minute before
+        // are the only ones of that minute, and count.
+        let mut tally = Tally::new(NOW);
+        for minute in 2..10 {
+            let start = T0 + minute * 60;
+            tally.add(
+                &timed(other, n, 10, "eni-node", Direction::Ingress, start, start + 59),
+                node,
+            );
+        }
+        tally.add(&timed(c, n, 500, "eni-c", Direction::Egress, T0 + 60, T0 + 119), node);
+        tally.add(
+            &timed(c, n, 500, "eni-node", Direction::Ingress, T0 + 120, T0 + 179),
+            node,
+        );
+        tally.add(&timed(c, n, 500, "eni-c", Direction::Egress, T0 + 120, T0 + 179), node);
+        let count = tally.counted();
+        assert_eq!(
+            count.pairs.iter().find(|p| p.client.to_string() == c).unwrap().bytes,
+            1000
+        );
+        assert_eq!(count.other_end, 1);
     }
 
     /// Merged tallies number their interfaces apart: the merge renames them.
