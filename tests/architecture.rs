@@ -252,3 +252,34 @@ fn resolve_has_no_circle_between_its_modules() {
         assert!(cycle.is_none(), "a circle in resolve/: {}", cycle.unwrap().join(" → "));
     }
 }
+
+/// The audit's record parser reads nothing from the tally (issue 61, item 4: they imported each
+/// other through one constant, which now lives with the record's format).
+#[test]
+fn the_flow_log_parser_imports_nothing_from_the_tally() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let parser = code(&root.join("src/audit/flow_log.rs"));
+    assert!(!parser.contains("tally"), "src/audit/flow_log.rs names the tally");
+}
+
+/// Tests write only under temp dirs: no Redis or Valkey data file in the source tree (issue 61,
+/// item 8: a test's redis-server once wrote `tests/fixtures/laravel-app/dump.rdb`, committed).
+#[test]
+fn no_server_data_file_in_the_source_tree() {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "target" | ".git" | "node_modules") {
+                    walk(&path, found);
+                }
+            } else if name.ends_with(".rdb") || name.ends_with(".aof") || name == "nodes.conf" {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(Path::new(env!("CARGO_MANIFEST_DIR")), &mut found);
+    assert!(found.is_empty(), "server data files in the source tree: {found:?}");
+}

@@ -1471,6 +1471,8 @@ fn records_read_and_none_counted_is_never_a_quiet_none() {
         table.contains("In-zone share    none: ") && table.contains("none is between a client and a node of the map"),
         "{table}"
     );
+    // An undefined share says why, and not "… of replica bytes" after it (issue 61, item 8).
+    assert!(!table.contains("of replica bytes"), "{table}");
     assert!(table.contains("no node of the map at either end"), "{table}");
     assert!(!table.contains("No client read across zones"), "{table}");
     assert!(

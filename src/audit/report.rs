@@ -581,12 +581,14 @@ impl Figures {
         if let Some(first) = &self.first_skipped {
             let _ = writeln!(out, "First skipped    {}", printable(first));
         }
+        // "… of replica bytes" only after a figure: an undefined share says why, and nothing more
+        // (issue 61, item 8).
         let share = match (self.in_zone_share, self.why_no_share()) {
-            (Some(s), _) => format!("{:.2} %", s * 100.0),
+            (Some(s), _) => format!("{:.2} % of replica bytes", s * 100.0),
             (None, Some(why)) => format!("none: {why}"),
-            (None, None) => "none".to_string(),
+            (None, None) => "none: no replica bytes with a client of known zone".to_string(),
         };
-        let _ = writeln!(out, "In-zone share    {share} of replica bytes");
+        let _ = writeln!(out, "In-zone share    {share}");
         let _ = writeln!(out, "Cross-zone       {} with replicas", bytes(self.cross_zone_bytes));
         let _ = writeln!(
             out,
