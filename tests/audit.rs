@@ -2645,3 +2645,126 @@ fn many_distinct_clients_cost_at_most_300_bytes_each_and_the_cap_is_a_sentence()
         }
     }
 }
+
+/// Issue 61, item 5: EKS pods on secondary addresses of their node's interface. At the pod's end
+/// (the node's interface), `srcaddr`/`dstaddr` are the node's primary address and
+/// `pkt-srcaddr`/`pkt-dstaddr` the pod's; at the cache's end both are the pod's. With the `pkt-*`
+/// fields in the format, the CLI and the SQL (the stand-in Athena, DuckDB) read the packet's own
+/// addresses: each flow counts once, and the EKS node is no client. Without them, the same
+/// records count the pods' reads at both ends.
+#[test]
+fn eks_pods_behind_their_nodes_address_count_once_with_the_pkt_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    // The EKS node 10.0.2.50 (zone c) and its pods 10.0.2.60 and .61 read zone a's replica.
+    let (eks_node, pods, replica) = ("10.0.2.50", ["10.0.2.60", "10.0.2.61"], REPLICAS[0]);
+    let header = "version account-id interface-id srcaddr dstaddr pkt-srcaddr pkt-dstaddr srcport dstport protocol packets bytes start end action log-status flow-direction";
+    let mut lines = vec![header.to_string()];
+    let (mut truth_across, t0) = (0u64, 1_796_083_200u64);
+    for minute in 0..30u64 {
+        let start = t0 + minute * 60;
+        let end = start + 59;
+        for (n, pod) in pods.iter().enumerate() {
+            let (ask, answer) = (200 + n as u64, 16_000 + 100 * minute);
+            truth_across += ask + answer;
+            // At the pod's end: the node's interface, the node's primary address.
+            lines.push(format!("5 {ACCOUNT} eni-eks {eks_node} {replica} {pod} {replica} 4{n}000 6379 6 3 {ask} {start} {end} ACCEPT OK egress"));
+            lines.push(format!("5 {ACCOUNT} eni-eks {replica} {eks_node} {replica} {pod} 6379 4{n}000 6 12 {answer} {start} {end} ACCEPT OK ingress"));
+            // At the cache's end: the pod's address in both.
+            lines.push(format!("5 {ACCOUNT} eni-cache {pod} {replica} {pod} {replica} 4{n}000 6379 6 3 {ask} {start} {end} ACCEPT OK ingress"));
+            lines.push(format!("5 {ACCOUNT} eni-cache {replica} {pod} {replica} {pod} 6379 4{n}000 6 12 {answer} {start} {end} ACCEPT OK egress"));
+        }
+    }
+    let day = |root: &Path| root.join("AWSLogs/123456789012/vpcflowlogs/ap-northeast-1/2026/12/01");
+    let with_pkt = dir.path().join("with-pkt");
+    std::fs::create_dir_all(day(&with_pkt)).unwrap();
+    std::fs::write(day(&with_pkt).join("eks.log.gz"), gzip(&(lines.join("\n") + "\n"))).unwrap();
+    // The same records in a format without the pkt-* fields.
+    let without: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            [&f[..5], &f[7..]].concat().join(" ")
+        })
+        .collect();
+    let without_pkt = dir.path().join("without-pkt");
+    std::fs::create_dir_all(day(&without_pkt)).unwrap();
+    std::fs::write(day(&without_pkt).join("eks.log.gz"), gzip(&(without.join("\n") + "\n"))).unwrap();
+
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let common = [
+        "--map",
+        &map,
+        "--subnets",
+        &subnets,
+        "--since",
+        "2026-12-01",
+        "--until",
+        "2026-12-01",
+        "--format",
+        "json",
+    ];
+    let run = |logs: &Path, extra: &[&str], env: &[(&str, &str)]| {
+        let logs = logs.display().to_string();
+        let mut args = common.to_vec();
+        if extra.is_empty() {
+            args.extend(["--flow-logs", &logs]);
+        }
+        args.extend(extra);
+        let out = audit(&args, env);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let files = run(&with_pkt, &[], &[]);
+    assert_eq!(files["cross_zone_bytes"], truth_across, "{files}");
+    let clients: Vec<&str> = files["cross_zone_clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["address"].as_str().unwrap())
+        .collect();
+    let mut clients = clients;
+    clients.sort_unstable();
+    assert_eq!(clients, pods, "the pods, never the EKS node: {files}");
+
+    let standin = StandIn::start(&with_pkt, &[]);
+    let env = standin.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let athena = run(&with_pkt, &["--athena", "--fields", header], &env);
+    assert_eq!(athena["cross_zone_bytes"], truth_across, "{athena}");
+    assert_eq!(comparable(&athena), comparable(&files), "Athena and the files");
+
+    // Without the pkt-* fields, the node's primary address is a client of its own: the pods'
+    // reads count at both ends.
+    let doubled = run(&without_pkt, &[], &[]);
+    assert_eq!(doubled["cross_zone_bytes"], 2 * truth_across, "{doubled}");
+    // Never silently: the report says which bytes a client's end alone counted while the node's
+    // end was recording, and the table tells what to do.
+    assert_eq!(doubled["client_end_only_bytes"], truth_across, "{doubled}");
+    assert_eq!(files["client_end_only_bytes"], 0, "{files}");
+    let logs = without_pkt.display().to_string();
+    let mut args: Vec<&str> = common
+        .iter()
+        .copied()
+        .filter(|a| *a != "--format" && *a != "json")
+        .collect();
+    args.extend(["--flow-logs", &logs]);
+    let table = text(&audit(&args, &[]).stdout);
+    assert!(
+        table.contains("One end only") && table.contains("pkt-srcaddr and pkt-dstaddr"),
+        "{table}"
+    );
+    // The same figure from Athena's rows.
+    let standin = StandIn::start(&without_pkt, &[]);
+    let env = standin.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let fields_without = header.replace(" pkt-srcaddr pkt-dstaddr", "");
+    let athena = run(&without_pkt, &["--athena", "--fields", &fields_without], &env);
+    assert_eq!(
+        comparable(&athena),
+        comparable(&doubled),
+        "Athena and the files, without pkt-*"
+    );
+}

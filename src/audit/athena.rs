@@ -244,7 +244,8 @@ client_gated AS (
     ON last_second.address = w.address AND last_second.start <= w.stop - 1 AND w.stop - 1 < last_second.stop
 ),
 client_counted AS (
-  SELECT w.address, w.client, w.interface_id, w.start, w.stop, max(w.bytes) AS bytes, max(w.records) AS records
+  SELECT w.address, w.client, w.interface_id, w.start, w.stop, max(w.bytes) AS bytes, max(w.records) AS records,
+         max(w.capturing) AS capturing
   FROM client_gated w
   LEFT JOIN node_islands i ON i.address = w.address AND i.client = w.client
     AND ((i.start < w.stop AND w.start < i.stop)
@@ -274,6 +275,22 @@ pub struct Columns {
     pub interface_id: bool,
     /// The table has `flow_direction`.
     pub flow_direction: bool,
+    /// The table has `pkt_srcaddr` and `pkt_dstaddr`: read instead of `srcaddr`/`dstaddr`
+    /// where they are not `-` (a pod behind its node's address).
+    pub pkt_addresses: bool,
+}
+
+/// The expressions of a record's source and destination addresses: the packet's own
+/// (`pkt_srcaddr`, `pkt_dstaddr`) where the table has them and they say something.
+fn addresses(columns: Columns) -> (&'static str, &'static str) {
+    if columns.pkt_addresses {
+        (
+            "CASE WHEN pkt_srcaddr IS NULL OR pkt_srcaddr = '-' THEN srcaddr ELSE pkt_srcaddr END",
+            "CASE WHEN pkt_dstaddr IS NULL OR pkt_dstaddr = '-' THEN dstaddr ELSE pkt_dstaddr END",
+        )
+    } else {
+        ("srcaddr", "dstaddr")
+    }
 }
 
 /// The query. `latest_end` is the latest end a record may have (epoch seconds: when the query
@@ -308,12 +325,13 @@ pub fn query(
         "CAST(NULL AS VARCHAR)"
     };
     let counting = counting();
+    let (srcaddr, dstaddr) = addresses(columns);
     let _ = write!(
         sql,
         r#"
 ),
 records AS (
-  SELECT srcaddr, dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction
+  SELECT {srcaddr} AS srcaddr, {dstaddr} AS dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction
   FROM {table}
   WHERE log_status = 'OK' AND action = 'ACCEPT'
     -- Possible records only: a window of at most {LONGEST_WINDOW_SECONDS} s, from 2015-06-01 to a day after the query
@@ -475,13 +493,14 @@ pub fn pairs_query(
     let predicate = partition_predicate(layout, days);
     let (from, to) = days.seconds();
     let counting = counting();
+    let (srcaddr, dstaddr) = addresses(columns);
     let most_bytes = LINK_BYTES_PER_SECOND * LONGEST_WINDOW_SECONDS;
     let _ = write!(
         sql,
         r#"
 ),
 read AS (
-  SELECT srcaddr, dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction,
+  SELECT {srcaddr} AS srcaddr, {dstaddr} AS dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction,
          action, log_status
   FROM {table}
   WHERE {predicate}
@@ -544,6 +563,8 @@ UNION ALL
 SELECT 'left_out', 'between_nodes', NULL, NULL, count(*), NULL FROM classified WHERE fate = 'between_nodes'
 UNION ALL
 SELECT 'between_nodes', NULL, NULL, coalesce(sum(bytes), 0), NULL, NULL FROM classified WHERE fate = 'between_nodes'
+UNION ALL
+SELECT 'client_end_only', NULL, NULL, coalesce(sum(bytes), 0), NULL, NULL FROM client_counted WHERE capturing = 1
 UNION ALL
 SELECT 'left_out', 'other_end', NULL, NULL, c.records - k.records, NULL FROM client_ends c CROSS JOIN counted_client_ends k
 UNION ALL

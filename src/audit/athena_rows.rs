@@ -59,6 +59,7 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
     let mut left_out = LeftOut::default();
     let mut seen_reasons: Vec<String> = Vec::new();
     let (mut total, mut window, mut between_nodes_bytes) = (None, None, None);
+    let mut client_end_only_bytes = None;
     for (index, row) in rows.iter().enumerate() {
         let at = index + 1;
         if row.len() != PAIRS_COLUMNS.len() {
@@ -151,6 +152,11 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                     return Err(format!("Athena's row {at}: between_nodes comes twice"));
                 }
             }
+            "client_end_only" => {
+                if client_end_only_bytes.replace(number(at, "bytes", value(3))?).is_some() {
+                    return Err(format!("Athena's row {at}: client_end_only comes twice"));
+                }
+            }
             "window" => {
                 if window.is_some() {
                     return Err(format!("Athena's row {at}: window comes twice"));
@@ -175,7 +181,7 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
             }
             other => {
                 return Err(format!(
-                    "Athena's row {at}: kind \"{}\" is not pair, left_out, between_nodes, window or records",
+                    "Athena's row {at}: kind \"{}\" is not pair, left_out, between_nodes, client_end_only, window or records",
                     shown(other)
                 ))
             }
@@ -197,6 +203,7 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
             pairs,
             records: counted_records,
             other_end: left_out.other_end,
+            client_end_only_bytes: client_end_only_bytes.unwrap_or(0),
         },
         // Records are the lines that parsed; those Athena could tell were malformed are not.
         records: total.saturating_sub(left_out.unparsed_lines),

@@ -35,6 +35,13 @@ pub struct Layout {
     pub log_status: Option<usize>,
     /// `action` (`ACCEPT`, `REJECT`), when the format has it.
     pub action: Option<usize>,
+    /// `pkt-srcaddr` and `pkt-dstaddr` (version 3): the packet's own addresses, where they
+    /// differ from the interface's (an EKS pod on a secondary address of its node's interface:
+    /// `srcaddr` is the node's primary address, `pkt-srcaddr` the pod's). Read instead of
+    /// `srcaddr`/`dstaddr` when the format has them.
+    pub pkt_srcaddr: Option<usize>,
+    /// See [`Layout::pkt_srcaddr`].
+    pub pkt_dstaddr: Option<usize>,
     /// How many fields a record has.
     pub fields: usize,
 }
@@ -69,6 +76,8 @@ impl Layout {
             flow_direction: find("flow-direction"),
             log_status: find("log-status"),
             action: find("action"),
+            pkt_srcaddr: find("pkt-srcaddr"),
+            pkt_dstaddr: find("pkt-dstaddr"),
             fields: names.len(),
         })
     }
@@ -162,6 +171,15 @@ pub fn parse<'a>(line: &'a str, layout: &Layout) -> Result<Record<'a>, BadLine> 
     if src == "-" || dst == "-" || bytes == "-" {
         return Ok(Record::NoData);
     }
+    // The packet's own addresses where the format has them (a pod behind its node's address).
+    let (src_name, src) = match field(layout.pkt_srcaddr) {
+        Some(pkt) => ("pkt-srcaddr", pkt),
+        None => ("srcaddr", src),
+    };
+    let (dst_name, dst) = match field(layout.pkt_dstaddr) {
+        Some(pkt) => ("pkt-dstaddr", pkt),
+        None => ("dstaddr", dst),
+    };
     if let Some(action) = field(layout.action) {
         match action {
             "ACCEPT" => {}
@@ -191,8 +209,8 @@ pub fn parse<'a>(line: &'a str, layout: &Layout) -> Result<Record<'a>, BadLine> 
         }
     };
     Ok(Record::Flow(Flow {
-        srcaddr: address("srcaddr", src)?,
-        dstaddr: address("dstaddr", dst)?,
+        srcaddr: address(src_name, src)?,
+        dstaddr: address(dst_name, dst)?,
         bytes: number("bytes", bytes)?,
         start: field(layout.start).map(|v| number("start", v)).transpose()?,
         end: field(layout.end).map(|v| number("end", v)).transpose()?,

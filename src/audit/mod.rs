@@ -329,6 +329,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
     let columns = athena::Columns {
         interface_id: fields.interface_id.is_some(),
         flow_direction: fields.flow_direction.is_some(),
+        pkt_addresses: fields.pkt_srcaddr.is_some() && fields.pkt_dstaddr.is_some(),
     };
     let figures = if let Some(SqlEngine::Athena) = args.print_sql {
         let latest_end = tally::latest_end(tally::now());
@@ -559,6 +560,7 @@ async fn athena_figures(
         athena::Columns {
             interface_id: fields.interface_id.is_some(),
             flow_direction: fields.flow_direction.is_some(),
+            pkt_addresses: fields.pkt_srcaddr.is_some() && fields.pkt_dstaddr.is_some(),
         },
         args.table_layout,
         days,

@@ -93,7 +93,11 @@ pub struct Figures {
     pub unknown_zone_bytes: u64,
     /// Bytes between nodes (replication).
     pub between_nodes_bytes: u64,
-    /// Cross-zone replica bytes × 2 × price, scaled to 30 days; `None` without a window.
+    /// Bytes counted at a client's end while the node's end was recording and saw nothing of
+    /// that client: where a client address stands for others (EKS pods behind their node's
+    /// address, a format without `pkt-srcaddr`/`pkt-dstaddr`), counted twice.
+    pub client_end_only_bytes: u64,
+    /// Cross-zone replica bytes × price, scaled to 30 days; `None` without a window.
     pub estimated_monthly_cost_usd: Option<f64>,
     /// The price used, USD per GB (10⁹ bytes) each way.
     pub price_per_gb: f64,
@@ -309,6 +313,7 @@ impl Figures {
             primary_cross_zone_bytes: primary_cross,
             unknown_zone_bytes: unknown,
             between_nodes_bytes: counts.between_nodes_bytes,
+            client_end_only_bytes: counts.count.client_end_only_bytes,
             estimated_monthly_cost_usd: monthly(cross),
             price_per_gb,
             window: counts.window,
@@ -375,6 +380,7 @@ impl Figures {
             "primary_cross_zone_bytes": self.primary_cross_zone_bytes,
             "unknown_zone_bytes": self.unknown_zone_bytes,
             "between_nodes_bytes": self.between_nodes_bytes,
+            "client_end_only_bytes": self.client_end_only_bytes,
             "estimated_monthly_cost_usd": self.estimated_monthly_cost_usd,
             "price_per_gb": self.price_per_gb,
             "window": self.window.map(|(start, end)| json!({"start": start, "end": end})),
@@ -451,6 +457,11 @@ impl Figures {
             "locality_audit_unknown_zone_bytes",
             "Bytes exchanged with clients in no known subnet (never counted as in-zone).",
             &[(String::new(), self.unknown_zone_bytes as f64)],
+        );
+        gauge(
+            "locality_audit_client_end_only_bytes",
+            "Bytes counted at a client's end while the node's end recorded nothing of that client (a node's address standing for EKS pods, without pkt-srcaddr/pkt-dstaddr: counted twice).",
+            &[(String::new(), self.client_end_only_bytes as f64)],
         );
         let node_labels = |n: &NodeFigures| {
             format!(
@@ -600,6 +611,13 @@ impl Figures {
             "Unknown zone     {} (clients in no known subnet: not in the share)",
             bytes(self.unknown_zone_bytes)
         );
+        if self.client_end_only_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "One end only     {} counted at clients' ends while the nodes' ends recorded nothing of those clients: a client address may stand for others (EKS pods behind their node's address), and these bytes may be counted twice; give the flow log's format pkt-srcaddr and pkt-dstaddr",
+                bytes(self.client_end_only_bytes)
+            );
+        }
         if let Some(cost) = self.estimated_monthly_cost_usd {
             let _ = writeln!(
                 out,

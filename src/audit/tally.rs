@@ -442,6 +442,10 @@ pub struct Count {
     pub records: u64,
     /// Records of the other end, not counted.
     pub other_end: u64,
+    /// Bytes counted at a client's end while the node's end was capturing and saw nothing of
+    /// that client then: a client address that stands for others (EKS pods behind their node's
+    /// primary address, without `pkt-srcaddr`/`pkt-dstaddr`) is counted twice there.
+    pub client_end_only_bytes: u64,
 }
 
 impl Tally {
@@ -777,7 +781,7 @@ impl Tally {
         let node_interfaces = self.node_interfaces();
         // Each interface's name, made once for all the pairs it names.
         let mut names: Vec<Option<Arc<str>>> = vec![None; self.interfaces.len()];
-        let (mut records, mut other_end) = (0u64, 0u64);
+        let (mut records, mut other_end, mut client_end_only) = (0u64, 0u64, 0u64);
         let pair_count = self.entries.chunk_by(Entry::same_pair).count();
         let mut pairs: Vec<Counted> = Vec::with_capacity(pair_count);
         let at_node = |entry: &Entry| match entry.captured() {
@@ -848,6 +852,9 @@ impl Tally {
                 }
                 records = records.saturating_add(u64::from(entry.records));
                 bytes = bytes.saturating_add(entry.bytes);
+                if !node_end && capturing(node, entry.start) && capturing(node, entry.stop.saturating_sub(1)) {
+                    client_end_only = client_end_only.saturating_add(entry.bytes);
+                }
                 if entry.interface != NO_INTERFACE {
                     by_interface.push((node_end, entry.interface, entry.bytes));
                 }
@@ -893,6 +900,7 @@ impl Tally {
             pairs,
             records,
             other_end,
+            client_end_only_bytes: client_end_only,
         }
     }
 }
