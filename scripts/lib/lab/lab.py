@@ -379,7 +379,7 @@ class Lab:
             self.wait_synced("replica-" + letter)
         self.replicas = ["10.0.%d.20:%d" % (n, PORT) for _, _, n in ZONES]
         self.write_reader_replicas()
-        self.step = "the reader endpoint (DNS round robin in the router)"
+        self.step = "the reader endpoint (DNS over the healthy replicas, in the router)"
         ready = os.path.join(self.work, "dns.ready")
         self.start("dns", ["python3", os.path.join(HERE, "agents.py"), "dns", "--name", READER,
                            "--replicas", os.path.join(self.work, "reader.json"), "--ready", ready], ns=self.router)

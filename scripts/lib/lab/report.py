@@ -169,12 +169,12 @@ def markdown(doc, figures, args, machine, red_k, red_a, p50_gain, p99_gain):
         "# The lab: the replica map on real packets",
         "",
         "Run %s on %s (%s CPUs, %s, Linux %s, load average %s at the end), %s run, %.0f s. Absolute times are loose on a shared machine; the ratios are the result."
-        % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), machine["cpu"] or "?", machine["cpus"], machine["memory"], machine["kernel"],
+        % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(figures.get("t_end", time.time()))), machine["cpu"] or "?", machine["cpus"], machine["memory"], machine["kernel"],
            "/".join("%.2f" % x for x in machine["load_average"]), "short" if args.short else "default", doc["duration_s"]),
         "",
         "Three zones (%s) as network namespaces behind a router namespace; Debian's redis-server: a primary in the first zone and a replica in each; "
         "in each zone PHP-FPM with `examples/php/read.php`, started by the guide's entrypoint (`locality resolve`), behind an HTTP front, "
-        "a metadata fake, and a load generator (%.0f requests/s a zone, %d B values). The reader endpoint is DNS round robin over the healthy replicas. "
+        "a metadata fake, and a load generator (%.0f requests/s a zone, %d B values). The reader endpoint is a DNS name answered with one healthy replica per query, at random (spreading connections as the reader endpoint does). "
         "The map is written by `terraform apply` with this provider (a file target)." % (", ".join(z for z in ("ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d")), args.rate, 16384),
         "",
         "**Delay between zones**: %s. Measured (TCP connect round trip from zone a): %s." % (
