@@ -2768,3 +2768,52 @@ fn eks_pods_behind_their_nodes_address_count_once_with_the_pkt_fields() {
         "Athena and the files, without pkt-*"
     );
 }
+
+/// Issue 61, item 8: files read in parallel, each under `--max-clients`, together past it: the
+/// sentence names a file and a line, as it does when one file passes the cap.
+#[test]
+fn a_cap_passed_only_by_files_together_is_said_with_a_file_and_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    for file in 0..2u32 {
+        let mut text = String::from(DEFAULT_HEADER);
+        text.push('\n');
+        for n in 0..700u32 {
+            let client = format!("10.{}.{}.{}", 100 + file, n / 250, n % 250 + 1);
+            text.push_str(&format!(
+                "2 {ACCOUNT} eni-c{file} {client} {} 40000 6379 6 1 100 1796083200 1796083259 ACCEPT OK\n",
+                REPLICAS[0]
+            ));
+        }
+        std::fs::write(logs.join(format!("part{file}.log")), text).unwrap();
+    }
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let logs = logs.display().to_string();
+    let out = audit(
+        &[
+            "--map",
+            &map,
+            "--subnets",
+            &subnets,
+            "--flow-logs",
+            &logs,
+            "--threads",
+            "2",
+            "--max-clients",
+            "1000",
+        ],
+        &[],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("more than 1000 distinct clients"), "{err}");
+    assert!(
+        err.contains("part0.log, line 701") || err.contains("part1.log, line 701"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

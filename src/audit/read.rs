@@ -339,7 +339,16 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
     for result in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
         total.merge(result?);
         if let Some(too_many) = total.too_many() {
-            return Err(too_many.said());
+            // No reader alone passed the cap; together they did. Where: the last line read by
+            // the reader whose records tipped it (issue 61, item 8).
+            return Err(match &total.last_read {
+                Some((name, line)) => format!(
+                    "{}, line {line} (the files read in parallel passed it together): {}",
+                    super::report::printable(name),
+                    too_many.said()
+                ),
+                None => too_many.said(),
+            });
         }
     }
     Ok(total)
@@ -474,6 +483,7 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
             Err(bad) => tally.skip(&name, number, bad.0),
         }
     }
+    tally.last_read = Some((name, number));
     Ok(())
 }
 

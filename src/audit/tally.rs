@@ -365,6 +365,9 @@ pub struct Tally {
     max_clients: u64,
     /// Set when they went past it: nothing more is held.
     too_many: Option<TooMany>,
+    /// The file and line this tally read last (set at the end of each file): where a cap passed
+    /// only once the readers' tallies are merged is said.
+    pub last_read: Option<(String, u64)>,
     /// Records read (lines that parsed).
     pub records: u64,
     /// Records left out, by reason (`other_end` is known only in [`Tally::counted`]).
@@ -390,6 +393,7 @@ impl Default for Tally {
             compacted: true,
             max_clients: DEFAULT_MAX_CLIENTS,
             too_many: None,
+            last_read: None,
             records: 0,
             left_out: LeftOut::default(),
             first_skipped: None,
@@ -643,6 +647,9 @@ impl Tally {
     /// Adds another tally (another file's) to this one, and checks the cap
     /// ([`Tally::too_many`]) on the whole.
     pub fn merge(&mut self, other: Tally) {
+        if other.last_read.is_some() {
+            self.last_read.clone_from(&other.last_read);
+        }
         // The other's interface numbers, in this tally's numbering.
         let renumber: Vec<u32> = other.interfaces.names().map(|n| self.interfaces.intern(n)).collect();
         let mut entries = other.entries;
