@@ -3040,15 +3040,17 @@ fn where_reads_go_is_watched_by_a_real_prometheus() {
     // The guide's cost estimate: what those bytes would cost in a month.
     let cost = guide_block("#### What it costs", "promql");
     let monthly = prometheus.query(cost.trim());
-    let expected = cross[0].1 * 2.0 * 0.01 * 30.0 * 86400.0 / 1e9;
+    // (Billed once, at the client's EC2 side: issue 61, item 3. The two queries are moments
+    // apart while the rate moves: within 40 %, which a price counted twice, or half, is not.)
+    let expected = cross[0].1 * 0.01 * 30.0 * 86400.0 / 1e9;
     assert!(
         monthly
             .first()
-            .is_some_and(|s| s.1 > 0.0 && (s.1 - expected).abs() <= expected * 0.5),
+            .is_some_and(|s| s.1 > 0.0 && (s.1 - expected).abs() <= expected * 0.4),
         "{cost}: {monthly:?}, expected about {expected}"
     );
     eprintln!(
-        "replica killed: {:.0} cross-zone bytes/s, {:.4} USD a month at 0.01 USD/GB each way",
+        "replica killed: {:.0} cross-zone bytes/s, {:.4} USD a month at 0.01 USD/GB, billed once",
         cross[0].1, monthly[0].1
     );
 
