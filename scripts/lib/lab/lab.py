@@ -77,14 +77,14 @@ class Lab:
         self.polled = []  # hosts polled
         self.poll_lock = threading.Lock()
         self.stop_polling = threading.Event()
-        self.events = []  # (label, t)
         self.phases = []  # {name, t0, t1}
         self.step = "start"
         self.t_start = time.time()
         self.figures = {}
         self.locality = args.locality
         self.provider_dir = args.provider_dir
-        self.php_fpm = sorted(p for p in os.listdir("/usr/sbin") if p.startswith("php-fpm"))[-1]
+        # Debian's PHP-FPM binary (php-fpm8.2, ...); scripts/lab checked that there is one.
+        self.php_fpm = max((p for p in os.listdir("/usr/sbin") if p.startswith("php-fpm")), default="php-fpm")
 
     def fail_here(self):
         if self.args.fail_at and self.step.startswith(self.args.fail_at):
