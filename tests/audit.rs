@@ -2176,6 +2176,40 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
             text(&out.stderr)
         );
     }
+    // SIGINT while a poll is in flight (each answered 5 s after it arrives): the signal is kept
+    // and ends the audit at once, the query stopped. (The listener was made afresh at each wait:
+    // a signal during a call was lost, and the audit polled a held query to its deadline.)
+    let standin = StandIn::start(&logs, &["--hold", "--slow-poll", "5"]);
+    let env = standin.env();
+    let all = args(&["--athena-timeout", "120s"]);
+    let child = Command::new(locality())
+        .arg("audit")
+        .args(&all)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !standin.calls().iter().any(|c| c == "GetQueryExecution") {
+        assert!(std::time::Instant::now() < deadline, "no poll");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let signalled = std::time::Instant::now();
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(4),
+        "the audit ended {:?} after SIGINT, a poll in flight",
+        signalled.elapsed()
+    );
+    assert!(
+        text(&out.stderr).contains("stopped (StopQueryExecution)"),
+        "{}",
+        text(&out.stderr)
+    );
+
     let standin = StandIn::start(&logs, &["--hold"]);
     let started = std::time::Instant::now();
     let out = run(&standin, &["--athena-timeout", "2s"]);
@@ -2816,4 +2850,76 @@ fn a_cap_passed_only_by_files_together_is_said_with_a_file_and_a_line() {
         "{err}"
     );
     assert!(out.stdout.is_empty());
+}
+
+/// Issue 61, item 6: a flow across midnight. Its node's end recorded it from 23:59:50, its
+/// client's end (stamped 30 s later) from 00:00:20, both delivered in the second day's folder.
+/// Each daily run counts only the records that start on its day, and matches the ends with every
+/// record it read: the first day counts the flow once, the second not again (before, the second
+/// day's run counted the client's end too: 3,000 + 3,000 B for one flow of 3,000).
+#[test]
+fn a_flow_across_midnight_counts_in_one_days_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let midnight = 1_796_169_600u64; // 2026-12-02 00:00:00 UTC
+    let (client, node) = ("10.0.2.5", REPLICAS[0]);
+    let header = "version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status flow-direction";
+    let records = format!(
+        "{header}\n5 {ACCOUNT} eni-node {client} {node} 40000 6379 6 10 3000 {} {} ACCEPT OK ingress\n5 {ACCOUNT} eni-c {client} {node} 40000 6379 6 10 3000 {} {} ACCEPT OK egress\n",
+        midnight - 10,
+        midnight + 49,
+        midnight + 20,
+        midnight + 79
+    );
+    let logs = dir.path().join("logs");
+    let day = logs.join("AWSLogs/123456789012/vpcflowlogs/ap-northeast-1/2026/12/02");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::write(day.join("midnight.log.gz"), gzip(&records)).unwrap();
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let logs = logs.display().to_string();
+    let run = |date: &str, extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec![
+            "--map",
+            &map,
+            "--subnets",
+            &subnets,
+            "--since",
+            date,
+            "--until",
+            date,
+            "--format",
+            "json",
+        ];
+        args.extend(extra);
+        let out = audit(&args, env);
+        assert!(
+            matches!(out.status.code(), Some(0 | 4)),
+            "{date}: {}",
+            text(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let first = run("2026-12-01", &["--flow-logs", &logs], &[]);
+    let second = run("2026-12-02", &["--flow-logs", &logs], &[]);
+    let bytes = |r: &serde_json::Value| r["in_zone_bytes"].as_u64().unwrap() + r["cross_zone_bytes"].as_u64().unwrap();
+    assert_eq!(bytes(&first), 3000, "{first}");
+    assert_eq!(
+        bytes(&second),
+        0,
+        "the second day's run does not count it again: {second}"
+    );
+    assert_eq!(first["skipped"]["outside_window"], 1, "{first}");
+    assert_eq!(second["skipped"]["outside_window"], 1, "{second}");
+    // The Athena query matches the ends the same way (the second day's partition holds both).
+    let standin = StandIn::start(Path::new(&logs), &[]);
+    let env = standin.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let athena = run("2026-12-02", &["--athena", "--fields", header], &env);
+    assert_eq!(
+        comparable(&athena),
+        comparable(&second),
+        "Athena and the files, the second day"
+    );
 }

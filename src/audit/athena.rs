@@ -146,15 +146,16 @@ fn values(nodes: &[Node], subnets: &Subnets) -> String {
 /// `flow_direction`) and `nodes`: `flows` (a client with a node) through `counted` (address,
 /// client, bytes, records). Each ends with `,` and a newline.
 const COUNTING: &str = r#"-- One row per record of a client with a node; its closed window [start, end] held as
--- [start, stop) with stop = end + 1; the end that captured it when flow_direction says.
+-- [start, stop) with stop = end + 1; the end that captured it when flow_direction says; context 1
+-- for a record outside the days asked for (it matches the other end of a flow, never counts).
 flows AS (
   SELECT n.address, r.srcaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start) + 1 AS stop,
-         CASE r.flow_direction WHEN 'ingress' THEN 'node' WHEN 'egress' THEN 'client' END AS direction_end
+         r.context, CASE r.flow_direction WHEN 'ingress' THEN 'node' WHEN 'egress' THEN 'client' END AS direction_end
   FROM records r JOIN nodes n ON r.dstaddr = n.address
   WHERE r.srcaddr NOT IN (SELECT address FROM nodes)
   UNION ALL
   SELECT n.address, r.dstaddr AS client, r.interface_id, r.bytes, r.start, greatest(r."end", r.start) + 1 AS stop,
-         CASE r.flow_direction WHEN 'egress' THEN 'node' WHEN 'ingress' THEN 'client' END AS direction_end
+         r.context, CASE r.flow_direction WHEN 'egress' THEN 'node' WHEN 'ingress' THEN 'client' END AS direction_end
   FROM records r JOIN nodes n ON r.srcaddr = n.address
   WHERE r.dstaddr NOT IN (SELECT address FROM nodes)
 ),
@@ -190,7 +191,7 @@ node_interfaces AS (
   WHERE c.seen_at_node = 1 OR (c.candidate = 1 AND (c.clients >= 2 OR b.interface_id IS NOT NULL))
 ),
 ends AS (
-  SELECT f.address, f.client, f.interface_id, f.bytes, f.start, f.stop,
+  SELECT f.address, f.client, f.interface_id, f.bytes, f.start, f.stop, f.context,
          coalesce(f.direction_end,
                   CASE WHEN f.interface_id IS NULL OR ni.interface_id IS NOT NULL THEN 'node' ELSE 'client' END)
            AS captured_at
@@ -232,7 +233,7 @@ node_capture AS (
 -- lateness (LATENESS s) of it while the node's end was capturing at its first and last seconds.
 client_windows AS (
   SELECT address, client, interface_id, start, stop, sum(bytes) AS bytes, count(*) AS records
-  FROM ends WHERE captured_at = 'client' GROUP BY address, client, interface_id, start, stop
+  FROM ends WHERE captured_at = 'client' AND context = 0 GROUP BY address, client, interface_id, start, stop
 ),
 client_gated AS (
   SELECT w.address, w.client, w.interface_id, w.start, w.stop, w.bytes, w.records,
@@ -255,7 +256,7 @@ client_counted AS (
 ),
 counted AS (
   SELECT address, client, sum(bytes) AS bytes, sum(records) AS records FROM (
-    SELECT address, client, bytes, 1 AS records FROM ends WHERE captured_at = 'node'
+    SELECT address, client, bytes, 1 AS records FROM ends WHERE captured_at = 'node' AND context = 0
     UNION ALL
     SELECT address, client, bytes, records FROM client_counted
   ) both_ends
@@ -331,7 +332,8 @@ pub fn query(
         r#"
 ),
 records AS (
-  SELECT {srcaddr} AS srcaddr, {dstaddr} AS dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction
+  SELECT {srcaddr} AS srcaddr, {dstaddr} AS dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction,
+         0 AS context
   FROM {table}
   WHERE log_status = 'OK' AND action = 'ACCEPT'
     -- Possible records only: a window of at most {LONGEST_WINDOW_SECONDS} s, from 2015-06-01 to a day after the query
@@ -505,8 +507,10 @@ read AS (
   FROM {table}
   WHERE {predicate}
 ),
-classified AS (
+based AS (
   SELECT *,
+    coalesce(start, "end") IS NOT NULL
+      AND NOT (coalesce(start, "end") >= {from} AND coalesce(start, "end") < {to}) AS outside,
     CASE
       WHEN log_status IN ('NODATA', 'SKIPDATA') THEN 'no_data'
       WHEN log_status IS NOT NULL AND log_status <> 'OK' THEN 'unparsed'
@@ -514,8 +518,6 @@ classified AS (
       WHEN action = 'REJECT' THEN 'rejected'
       WHEN action IS NOT NULL AND action <> 'ACCEPT' THEN 'unparsed'
       WHEN flow_direction IS NOT NULL AND flow_direction NOT IN ('ingress', 'egress') THEN 'unparsed'
-      WHEN coalesce(start, "end") IS NOT NULL
-           AND NOT (coalesce(start, "end") >= {from} AND coalesce(start, "end") < {to}) THEN 'outside_window'
       WHEN start IS NOT NULL AND "end" IS NOT NULL AND NOT (
              "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS} AND start >= {EARLIEST_START}
              AND "end" <= {latest_end} AND bytes <= {LINK_BYTES_PER_SECOND} * ("end" - start + 1)) THEN 'impossible'
@@ -526,13 +528,23 @@ classified AS (
       WHEN srcaddr IN (SELECT address FROM nodes) AND dstaddr IN (SELECT address FROM nodes) THEN 'between_nodes'
       WHEN srcaddr NOT IN (SELECT address FROM nodes) AND dstaddr NOT IN (SELECT address FROM nodes) THEN 'no_node'
       ELSE 'flow'
-    END AS fate
+    END AS base_fate
   FROM read
+),
+-- Outside the days asked for: left out as outside_window (after the reasons a record has
+-- whatever its time), and held as context when it is a flow of a client with a node.
+classified AS (
+  SELECT *,
+    CASE WHEN base_fate IN ('no_data', 'unparsed', 'rejected') THEN base_fate
+         WHEN outside THEN 'outside_window'
+         ELSE base_fate END AS fate,
+    CASE WHEN outside AND base_fate = 'flow' THEN 1 ELSE 0 END AS context
+  FROM based
 ),
 records AS (
   SELECT srcaddr, dstaddr, bytes, coalesce(start, "end", 0) AS start,
-         coalesce("end", start, {far}) AS "end", interface_id, flow_direction
-  FROM classified WHERE fate = 'flow'
+         coalesce("end", start, {far}) AS "end", interface_id, flow_direction, context
+  FROM classified WHERE fate = 'flow' OR context = 1
 ),
 {counting}-- The interface named for a pair: the node's end's with the most counted bytes (ties: the smaller
 -- id), else the client's end's.
@@ -542,7 +554,7 @@ labels AS (
            row_number() OVER (PARTITION BY address, client ORDER BY node_end DESC, bytes DESC, interface_id) AS rank
     FROM (
       SELECT address, client, interface_id, 1 AS node_end, sum(bytes) AS bytes
-      FROM ends WHERE captured_at = 'node' AND interface_id IS NOT NULL GROUP BY address, client, interface_id
+      FROM ends WHERE captured_at = 'node' AND context = 0 AND interface_id IS NOT NULL GROUP BY address, client, interface_id
       UNION ALL
       SELECT address, client, interface_id, 0 AS node_end, sum(bytes) AS bytes
       FROM client_counted WHERE interface_id IS NOT NULL GROUP BY address, client, interface_id
@@ -550,7 +562,7 @@ labels AS (
   ) ranked WHERE rank = 1
 ),
 client_ends AS (
-  SELECT count(*) AS records FROM ends WHERE captured_at = 'client'
+  SELECT count(*) AS records FROM ends WHERE captured_at = 'client' AND context = 0
 ),
 counted_client_ends AS (
   SELECT coalesce(sum(records), 0) AS records FROM client_counted

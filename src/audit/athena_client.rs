@@ -80,24 +80,59 @@ fn said<E: aws_sdk_athena::error::ProvideErrorMetadata + std::fmt::Display>(call
     )
 }
 
-/// Resolves when Ctrl-C or SIGTERM arrives.
-async fn interrupted() {
+/// Ctrl-C and SIGTERM, listened for from the moment it is made: a signal that arrives while
+/// a call is under way is kept until [`Interrupts::recv`] is next awaited. (A listener made
+/// afresh at each wait lost a signal that came during a call: the audit then polled a held
+/// query to its deadline.)
+struct Interrupts {
     #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Interrupts {
+    fn new() -> Interrupts {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Interrupts {
+                int: signal(SignalKind::interrupt()).ok(),
+                term: signal(SignalKind::terminate()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            Interrupts {}
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    /// Resolves when Ctrl-C or SIGTERM has arrived (since this was made).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            tokio::select! {
+                () = one(&mut self.int) => {}
+                () = one(&mut self.term) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
+
+/// How long a StopQueryExecution may take before the audit ends without its answer.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `sql`; the header, the rows and what it cost.
 ///
@@ -109,6 +144,7 @@ pub async fn run(
     options: &Options,
 ) -> Result<(Vec<Option<String>>, Vec<Row>, QueryCost), Ended> {
     let deadline = Instant::now() + options.timeout;
+    let mut interrupts = Interrupts::new();
     let token = format!(
         "locality-audit-{}-{:032x}",
         std::process::id(),
@@ -141,7 +177,7 @@ pub async fn run(
     let id = loop {
         let sent = tokio::select! {
             sent = start.clone().send() => sent,
-            () = interrupted() => return Err(Ended::Interrupted("interrupted before the query started".into())),
+            () = interrupts.recv() => return Err(Ended::Interrupted("interrupted before the query started".into())),
         };
         match sent {
             Ok(out) => match out.query_execution_id {
@@ -164,10 +200,18 @@ pub async fn run(
     let stop = |why: String| {
         let id = id.clone();
         async move {
-            let stopped = client.stop_query_execution().query_execution_id(&id).send().await;
+            let stopped = tokio::time::timeout(
+                STOP_TIMEOUT,
+                client.stop_query_execution().query_execution_id(&id).send(),
+            )
+            .await;
             let note = match stopped {
-                Ok(_) => format!("; query {id} stopped (StopQueryExecution)"),
-                Err(e) => format!("; query {id}: {}", said("StopQueryExecution", &e)),
+                Ok(Ok(_)) => format!("; query {id} stopped (StopQueryExecution)"),
+                Ok(Err(e)) => format!("; query {id}: {}", said("StopQueryExecution", &e)),
+                Err(_) => format!(
+                    "; query {id}: StopQueryExecution did not answer within {} s (stop it in the console)",
+                    STOP_TIMEOUT.as_secs()
+                ),
             };
             format!("{why}{note}")
         }
@@ -177,7 +221,7 @@ pub async fn run(
     let execution = loop {
         let slept = tokio::select! {
             () = tokio::time::sleep(wait.min(deadline.saturating_duration_since(Instant::now()))) => true,
-            () = interrupted() => false,
+            () = interrupts.recv() => false,
         };
         if !slept {
             return Err(Ended::Interrupted(stop("interrupted".into()).await));
@@ -192,7 +236,15 @@ pub async fn run(
             ));
         }
         wait = (wait.mul_f64(1.5)).min(Duration::from_secs(2));
-        let got = client.get_query_execution().query_execution_id(&id).send().await;
+        // (Raced with the signals and the deadline: a poll that is not answered ends neither.)
+        let left = deadline.saturating_duration_since(Instant::now());
+        let got = tokio::select! {
+            got = tokio::time::timeout(left, client.get_query_execution().query_execution_id(&id).send()) => match got {
+                Ok(got) => got,
+                Err(_) => continue, // the deadline: said at the top of the loop
+            },
+            () = interrupts.recv() => return Err(Ended::Interrupted(stop("interrupted".into()).await)),
+        };
         let execution = match got {
             Ok(out) => out.query_execution,
             Err(e) if is_throttling(aws_sdk_athena::error::ProvideErrorMetadata::code(&e)) => continue,
@@ -254,7 +306,7 @@ pub async fn run(
                 .max_results(1000)
                 .set_next_token(next.clone())
                 .send() => got,
-            () = interrupted() => return Err(Ended::Interrupted(format!("interrupted while reading the results of query {id}"))),
+            () = interrupts.recv() => return Err(Ended::Interrupted(format!("interrupted while reading the results of query {id}"))),
         };
         let out = match got {
             Ok(out) => out,

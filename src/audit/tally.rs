@@ -117,7 +117,8 @@ struct Entry {
     stop: u32,
     interface: u32,
     records: u32,
-    /// Bit 0: the client is IPv4; bits 1–2: [`CapturedAt`].
+    /// Bit 0: the client is IPv4; bits 1–2: [`CapturedAt`]; bit 3: outside the days asked for
+    /// (a record that only tells whether the other end of a flow was captured: never counted).
     flags: u8,
 }
 
@@ -144,6 +145,11 @@ impl Entry {
         }
     }
 
+    /// Outside the days asked for: it matches the other end of a flow, and is never counted.
+    fn context(&self) -> bool {
+        self.flags & 8 != 0
+    }
+
     fn client(&self) -> IpAddr {
         let v6 = std::net::Ipv6Addr::from(self.client);
         match (self.flags & 1 == 1, v6.to_ipv4_mapped()) {
@@ -153,7 +159,7 @@ impl Entry {
     }
 
     fn captured(&self) -> CapturedAt {
-        match self.flags >> 1 {
+        match (self.flags >> 1) & 3 {
             0 => CapturedAt::Node,
             1 => CapturedAt::Client,
             _ => CapturedAt::ByInterface,
@@ -512,9 +518,16 @@ impl Tally {
     pub fn add(&mut self, flow: &Flow<'_>, node_of: impl Fn(IpAddr) -> Option<u32>) {
         self.records = self.records.saturating_add(1);
         // Outside the days asked for first: whatever else is wrong with it, it was not asked for.
+        // It is still held, never counted, when it is a possible record of a client with a
+        // node: the other end of a flow across midnight (a record starting at 23:59:50, the
+        // other end's at 00:00:20) is matched with it, so that a flow counts in one day's run
+        // only (issue 61, item 6).
         if let (Some((from, to)), Some(start)) = (self.days, flow.start.or(flow.end)) {
             if !(from..to).contains(&start) {
                 self.left_out.outside_window = self.left_out.outside_window.saturating_add(1);
+                if self.possible(flow) {
+                    self.hold(flow, &node_of, true);
+                }
                 return;
             }
         }
@@ -528,14 +541,24 @@ impl Tally {
                 None => (start, end),
             });
         }
+        self.hold(flow, &node_of, false);
+    }
+
+    /// Holds a record of a client with a node as an entry (`context`: outside the days, held
+    /// only to match the other end); counts the rest as left out.
+    fn hold(&mut self, flow: &Flow<'_>, node_of: &impl Fn(IpAddr) -> Option<u32>, context: bool) {
         let (node, client, to_node) = match (node_of(flow.srcaddr), node_of(flow.dstaddr)) {
             (None, None) => {
-                self.left_out.no_node = self.left_out.no_node.saturating_add(1);
+                if !context {
+                    self.left_out.no_node = self.left_out.no_node.saturating_add(1);
+                }
                 return;
             }
             (Some(_), Some(_)) => {
-                self.left_out.between_nodes = self.left_out.between_nodes.saturating_add(1);
-                self.between_nodes_bytes = self.between_nodes_bytes.saturating_add(flow.bytes);
+                if !context {
+                    self.left_out.between_nodes = self.left_out.between_nodes.saturating_add(1);
+                    self.between_nodes_bytes = self.between_nodes_bytes.saturating_add(flow.bytes);
+                }
                 return;
             }
             (None, Some(node)) => (node, flow.srcaddr, true),
@@ -574,6 +597,9 @@ impl Tally {
             (None, None) => (0, u32::MAX),
         };
         let mut entry = Entry::new(client, node, window, interface, captured);
+        if context {
+            entry.flags |= 8;
+        }
         entry.bytes = flow.bytes;
         entry.records = 1;
         // Consecutive records of one key (a request and its answer) share an entry.
@@ -852,6 +878,10 @@ impl Tally {
             // Bytes per interface: the node's end, then the client's.
             by_interface.clear();
             for entry in segments {
+                // Outside the days: it matched the other end (in the islands above), no more.
+                if entry.context() {
+                    continue;
+                }
                 let node_end = at_node(entry);
                 if !node_end && covered(entry) {
                     other_end = other_end.saturating_add(u64::from(entry.records));
