@@ -33,6 +33,9 @@
 //!   to the smaller interface id: a node with a single client); any other is a client's;
 //! - with neither (no interface-id either): at the node.
 //!
+//! A record outside the days asked for is left out (`outside_window`) and still held, never
+//! counted, to match the other end of its flow: a flow across midnight counts in one day's run.
+//!
 //! Every record read is either counted or left out for a reason ([`LeftOut`]); counts saturate
 //! instead of wrapping, and a record whose bytes no link could carry in its window, or whose
 //! window no capture has, is left out as impossible. A tally is kept per file reader and merged.
