@@ -1063,44 +1063,32 @@ mod tests {
     #[test]
     fn records_late_by_less_than_the_lateness_are_one_flow_while_the_node_captures() {
         let (c, other, n) = ("10.0.2.5", "10.0.3.5", "10.0.1.10");
-        let mut tally = Tally::new(NOW);
-        // Another client keeps the node's end capturing for ten minutes.
-        for minute in 0..10 {
-            let start = T0 + minute * 60;
+        // The bytes counted for `c` when its node-end burst at T0+100 meets its client-end burst
+        // `late` seconds later, while another client keeps the node's end capturing ten minutes.
+        let counted_with_lateness = |late: u64| {
+            let mut tally = Tally::new(NOW);
+            for minute in 0..10 {
+                let start = T0 + minute * 60;
+                tally.add(
+                    &timed(other, n, 10, "eni-node", Direction::Ingress, start, start + 59),
+                    node,
+                );
+            }
             tally.add(
-                &timed(other, n, 10, "eni-node", Direction::Ingress, start, start + 59),
+                &timed(c, n, 500, "eni-node", Direction::Ingress, T0 + 100, T0 + 102),
                 node,
             );
-        }
-        tally.add(
-            &timed(c, n, 500, "eni-node", Direction::Ingress, T0 + 100, T0 + 102),
-            node,
-        );
-        tally.add(&timed(c, n, 500, "eni-c", Direction::Egress, T0 + 140, T0 + 142), node);
-        let count = tally.counted();
-        let pair = count.pairs.iter().find(|p| p.client.to_string() == c).unwrap();
-        assert_eq!(pair.bytes, 500);
-        assert_eq!(count.other_end, 1);
-
+            tally.add(
+                &timed(c, n, 500, "eni-c", Direction::Egress, T0 + 100 + late, T0 + 102 + late),
+                node,
+            );
+            let count = tally.counted();
+            let bytes = count.pairs.iter().find(|p| p.client.to_string() == c).map(|p| p.bytes);
+            (bytes, count.other_end)
+        };
+        assert_eq!(counted_with_lateness(40), (Some(500), 1));
         // Beyond the lateness: two flows.
-        let mut tally = Tally::new(NOW);
-        for minute in 0..10 {
-            let start = T0 + minute * 60;
-            tally.add(
-                &timed(other, n, 10, "eni-node", Direction::Ingress, start, start + 59),
-                node,
-            );
-        }
-        tally.add(
-            &timed(c, n, 500, "eni-node", Direction::Ingress, T0 + 100, T0 + 102),
-            node,
-        );
-        tally.add(&timed(c, n, 500, "eni-c", Direction::Egress, T0 + 163, T0 + 165), node);
-        let count = tally.counted();
-        assert_eq!(
-            count.pairs.iter().find(|p| p.client.to_string() == c).unwrap().bytes,
-            1000
-        );
+        assert_eq!(counted_with_lateness(63).0, Some(1000));
 
         // The node's flow log starts at T0 + 120: the client's records of the minute before
         // are the only ones of that minute, and count.
