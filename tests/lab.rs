@@ -274,10 +274,19 @@ fn a_lab_interrupted_half_way_leaves_nothing() {
 #[test]
 fn the_lab_says_it_needs_root() {
     let out = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // A copy of the script where the other user can reach it (a checkout may sit in a folder
+    // only root opens, as a clean clone in a 0700 temp dir does).
+    use std::os::unix::fs::PermissionsExt as _;
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(copy.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir(copy.path().join("scripts")).unwrap();
+    std::fs::set_permissions(copy.path().join("scripts"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = copy.path().join("scripts/lab");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/lab"), &script).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(root.join("scripts/lab"))
+        .arg(&script)
         .arg("--out")
         .arg(out.path())
         .output()
