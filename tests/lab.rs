@@ -217,13 +217,31 @@ fn the_short_lab_proves_each_claim_on_real_packets() {
 #[test]
 fn a_lab_that_fails_half_way_names_the_step_and_leaves_nothing() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // What a lab killed by SIGKILL leaves: a namespace with a process in it, a folder in
+    // /etc/netns. The next lab removes them (and says so) before it builds its own.
+    assert!(Command::new("ip")
+        .args(["netns", "add", "lab0dead-router"])
+        .status()
+        .unwrap()
+        .success());
+    let mut sleeper = Command::new("ip")
+        .args(["netns", "exec", "lab0dead-router", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    std::fs::create_dir_all("/etc/netns/lab0dead-app-a").unwrap();
     let out = tempfile::tempdir().unwrap();
     let run = lab_command(out.path(), &["--short", "--fail-at", "the apps"])
         .output()
         .unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("failed at step «the apps"), "{stderr}");
+    assert!(
+        stderr.contains("removed what a lab that did not end left behind: 1 namespace, 1 /etc/netns folder (lab0dead)"),
+        "{stderr}"
+    );
     assert!(leftovers().is_empty(), "left behind: {:?}", leftovers());
 }
 

@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -50,6 +51,23 @@ SIDECAR_INTERVAL = 2
 FPM_SOCKET = "php-fpm.sock"
 KEYS = 200
 VALUE_SIZE = 16384
+
+
+# Where a running lab records its pid (its namespaces' prefix names the file), so that the next
+# lab tells a lab still running from one that did not end.
+RUNNING_DIR = "/run/locality-lab"
+STALE_NAMESPACE = re.compile(r"^lab[0-9a-f]{5}-[a-z0-9-]+$")
+
+
+def delete_namespace(ns):
+    """`ip netns del`, again for a few seconds while a process killed just now still holds the
+    namespace's mount (the unlink then fails with EBUSY)."""
+    deadline = time.time() + 5
+    while subprocess.run(["ip", "netns", "del", ns], capture_output=True).returncode != 0:
+        if ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split() \
+                or time.time() > deadline:
+            return
+        time.sleep(0.1)
 
 
 class StepFailed(Exception):
@@ -169,9 +187,13 @@ class Lab:
                     os.kill(int(pid), signal.SIGKILL)
                 except (ProcessLookupError, ValueError):
                     pass
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            delete_namespace(ns)
         for path in self.etc_netns:
             shutil.rmtree(path, ignore_errors=True)
+        try:
+            os.unlink(os.path.join(RUNNING_DIR, self.prefix))
+        except OSError:
+            pass
         if not self.args.keep_work:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -197,6 +219,48 @@ class Lab:
     # -- the VPC ---------------------------------------------------------------------------
     def ns_name(self, host):
         return "%s-%s" % (self.prefix, host)
+
+    def sweep_stale(self):
+        """Remove what a lab that did not end left behind (killed by SIGKILL, a machine
+        stopped mid-run): its namespaces (`lab` + five hex digits + `-host`), their processes
+        and /etc/netns folders. A lab still running is left alone: each lab records its pid in
+        RUNNING_DIR while it runs."""
+        self.step = "the sweep of labs that did not end"
+        os.makedirs(RUNNING_DIR, exist_ok=True)
+        alive = set()
+        for name in os.listdir(RUNNING_DIR):
+            try:
+                with open(os.path.join(RUNNING_DIR, name)) as f:
+                    pid = int(f.read().strip())
+                os.kill(pid, 0)
+                alive.add(name)
+            except (OSError, ValueError):
+                try:
+                    os.unlink(os.path.join(RUNNING_DIR, name))
+                except OSError:
+                    pass
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n")
+        stale = sorted({line.split()[0] for line in listed if line.strip()
+                        and STALE_NAMESPACE.match(line.split()[0])
+                        and line.split()[0].split("-", 1)[0] not in alive})
+        for ns in stale:
+            for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+        for ns in stale:
+            delete_namespace(ns)
+        etc = [e for e in (os.listdir("/etc/netns") if os.path.isdir("/etc/netns") else [])
+               if STALE_NAMESPACE.match(e) and e.split("-", 1)[0] not in alive]
+        for e in etc:
+            shutil.rmtree(os.path.join("/etc/netns", e), ignore_errors=True)
+        if stale or etc:
+            log("removed what a lab that did not end left behind: %d namespace%s, %d /etc/netns folder%s (%s)"
+                % (len(stale), "" if len(stale) == 1 else "s", len(etc), "" if len(etc) == 1 else "s",
+                   ", ".join(sorted({s.split("-", 1)[0] for s in stale + etc}))))
+        with open(os.path.join(RUNNING_DIR, self.prefix), "w") as f:
+            f.write(str(os.getpid()))
 
     def build_vpc(self):
         self.step = "the VPC: namespaces, bridges and links"
@@ -962,6 +1026,7 @@ def main():
     status = 0
     poller = None
     try:
+        lab.sweep_stale()
         lab.build_vpc()
         poller = threading.Thread(target=lab.poller, daemon=True)
         poller.start()
