@@ -964,19 +964,222 @@ fn laravel_reads_in_the_zone_and_from_the_reader_when_the_replica_is_killed() {
     assert_eq!(diff(before, gets(&replica)), [0, 1]);
 }
 
-/// The guide's Yii2 snippet is `examples/yii2/ZoneRedisConnection.php`, and PHP parses it
-/// (`php -l`). That is all: yii2-redis cannot be installed here, so it is not run (the guide
-/// says so).
+/// Yii2 2.0.55 and yii2-redis 2.1.2 (BSD-3-Clause), loaded without Composer:
+/// `LOCALITY_YII2_VENDOR`, or `../shared/vendor/php` beside the checkout.
+fn yii2_vendor() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LOCALITY_YII2_VENDOR") {
+        return dir.into();
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [
+        root.join("../shared/vendor/php"),
+        PathBuf::from("/work/shared/vendor/php"),
+    ]
+    .into_iter()
+    .find(|dir| dir.join("yii2/framework/Yii.php").is_file())
+    .expect("Yii2 and yii2-redis: set LOCALITY_YII2_VENDOR to the folder holding yii2/ and yii2-redis/")
+}
+
+/// Sends a signal to a node's process (SIGSTOP: the kernel still accepts its connections, and
+/// nothing answers them).
+fn signal(node: &Node, sig: &str) {
+    let pid = node.child.as_ref().expect("the node runs").id().to_string();
+    assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success());
+}
+
+/// Yii2, served for real: Yii2 2.0.55 and yii2-redis 2.1.2 under Debian's PHP-FPM, with
+/// `examples/yii2/` as a team copies it (`config/redis.php`'s `redis` and `cache` components,
+/// `components/ZoneRedisConnection.php`) into a small application
+/// (`tests/fixtures/yii2-app/`: its front controller and three routes). The guide's entrypoint
+/// resolves the map (the zone's replica; the reader on `[::1]`, which yii2-redis's connection
+/// string needs bracketed) and execs PHP-FPM with the guide's pool file. Valkey nodes count
+/// where each GET went:
+/// - the cache's `set` lands on the primary, its `get` on the zone's replica;
+/// - then, without APCu and with it, the zone's replica fails four ways: nothing listens
+///   (refused); Valkey at its client limit (`-ERR max number of clients reached` at the first
+///   read); SIGSTOP (hung: the kernel accepts, nothing answers); SIGSTOP then SIGKILL while the
+///   read waits (died mid-connection). Each time the read is answered by the reader in the same
+///   request (status 200, the value, the reader's GET count), within `connectionTimeout` plus
+///   `dataTimeout`, with one `locality:` log line and no fatal error. Before: the killed and
+///   refusing replicas recursed through `close()` (hundreds of lines, then "Allowed memory size
+///   exhausted"), and the hung one never returned without APCu.
+/// - with APCu, the next request goes straight to the reader, and logs nothing.
 #[test]
-fn the_yii2_snippet_is_the_example_and_parses() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/yii2/ZoneRedisConnection.php");
+fn yii2_reads_in_the_zone_and_from_the_reader_when_the_replica_fails() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let heading = "### Yii2: `yii\\redis\\Cache` reading from the zone's replica";
     assert_eq!(
-        guide_block("### Yii2: the same fallback", "php"),
-        std::fs::read_to_string(&path).unwrap(),
-        "the guide shows examples/yii2/ZoneRedisConnection.php verbatim"
+        guide_block(heading, "php"),
+        std::fs::read_to_string(root.join("examples/yii2/config/redis.php")).unwrap(),
+        "the guide shows examples/yii2/config/redis.php verbatim"
     );
-    let linted = Command::new("php").arg("-l").arg(&path).output().unwrap();
-    assert!(linted.status.success(), "{}", String::from_utf8_lossy(&linted.stdout));
+    let guide = std::fs::read_to_string(root.join(GUIDE)).unwrap();
+    let section = &guide[guide.find(heading).unwrap()..];
+    let class = std::fs::read_to_string(root.join("examples/yii2/components/ZoneRedisConnection.php")).unwrap();
+    assert!(
+        section[..section.find("### Plan B").unwrap()].contains(&format!("```php\n{class}```")),
+        "the guide shows examples/yii2/components/ZoneRedisConnection.php verbatim"
+    );
+    let vendor = yii2_vendor();
+    let primary = Node::start(ZONE_C, None);
+    let reader = Node::start_ipv6(ZONE_B, Some(primary.port));
+    let pool = |apcu: bool| {
+        format!(
+            "pm = static\npm.max_children = 1\nenv[REDIS_HOST] = $REDIS_HOST\nenv[REDIS_PORT] = $REDIS_PORT\ncatch_workers_output = yes\ndecorate_workers_output = no\nphp_admin_value[apc.enabled] = {}",
+            u8::from(apcu)
+        )
+    };
+    // PHP-FPM with the application, its map naming `replica` as the zone's endpoint.
+    let start = |apcu: bool, replica: &str| {
+        let (dir, port) = Fpm::prepare(true, &pool(apcu));
+        let app = dir.path().join("yii2");
+        copy_tree(&root.join("tests/fixtures/yii2-app"), &app);
+        copy_tree(&root.join("examples/yii2"), &app);
+        write(&app.join("vendor-path.txt"), &vendor.display().to_string(), 0o644);
+        writable(&app.join("runtime"));
+        let map = dir.path().join("replica-map.json");
+        write(
+            &map,
+            &serde_json::json!({
+                "version": 1,
+                "fallback": format!("[::1]:{}", reader.port),
+                "zones": {ZONE_A: replica},
+            })
+            .to_string(),
+            0o644,
+        );
+        let entrypoint = format!(
+            "resolved=$(locality resolve --map '{}' --zone {ZONE_A} --format env) || exit\neval \"$resolved\"\nexec php-fpm -F\n",
+            map.display()
+        );
+        let mut cmd = Command::new("dash");
+        cmd.args(["-c", &entrypoint])
+            .env_clear()
+            .env("HOME", dir.path())
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("REDIS_HOST", "127.0.0.1")
+            .env("REDIS_PORT", primary.port.to_string());
+        let index = app.join("web/index.php");
+        (Fpm::start(cmd, dir, port), index)
+    };
+    let get = |fpm: &Fpm, index: &Path, query: &str| fpm.get(index, query);
+    let said = |fpm: &Fpm| fpm.logs().matches("locality: ").count();
+    let no_fatal = |fpm: &Fpm, what: &str| {
+        let logs = fpm.logs();
+        assert!(
+            !logs.contains("Allowed memory size") && !logs.contains("Fatal error") && !logs.contains("PHP Fatal"),
+            "{what}: a fatal error\n{logs}"
+        );
+    };
+
+    // Writes through `redis`, reads on the zone's replica.
+    let replica = Node::start(ZONE_A, Some(primary.port));
+    let (fpm, index) = start(true, &replica.endpoint());
+    let config: serde_json::Value = serde_json::from_str(&get(&fpm, &index, "r=site/config").body)
+        .unwrap_or_else(|e| panic!("{e}\n{}", fpm.logs()));
+    assert_eq!(
+        config,
+        serde_json::json!({"host": "127.0.0.1", "port": replica.port,
+            "fallback": {"host": "[::1]", "port": reader.port}}),
+        "{}",
+        fpm.logs()
+    );
+    let stored = get(&fpm, &index, "r=site/put&key=session42&value=cart%3D3");
+    assert_eq!(
+        (stored.status, stored.body.as_str()),
+        (200, "stored"),
+        "{stored:?}\n{}",
+        fpm.logs()
+    );
+    let mut p = TcpStream::connect(primary.endpoint()).unwrap();
+    // yii\caching\Cache keeps a short alphanumeric key as it is.
+    let key = "session42";
+    assert!(
+        command(&mut p, &["EXISTS", key]).unwrap().starts_with(b":1"),
+        "the cache's set went to the primary"
+    );
+    wait_for_key(&replica, key);
+    wait_for_key(&reader, key);
+    let before = [replica.gets(), reader.gets()];
+    let read = get(&fpm, &index, "r=site/get&key=session42");
+    assert_eq!(
+        (read.status, read.body.as_str(), read.header("X-Locality-Route")),
+        (200, "cart=3", Some("zone")),
+        "{read:?}\n{}",
+        fpm.logs()
+    );
+    assert_eq!(
+        diff(before, [replica.gets(), reader.gets()]),
+        [1, 0],
+        "the read on the zone's replica"
+    );
+    assert_eq!(said(&fpm), 0, "{}", fpm.logs());
+    drop(fpm);
+    drop(replica);
+
+    let budget = Duration::from_millis(1300 + 500); // connectionTimeout + dataTimeout, and PHP's own time
+    for apcu in [false, true] {
+        for case in ["refused", "at its client limit", "hung", "killed mid-connection"] {
+            let what = format!("{case}, APCu {}", if apcu { "on" } else { "off" });
+            let mut replica = Node::start(ZONE_A, Some(primary.port));
+            wait_for_key(&replica, key);
+            let endpoint = replica.endpoint();
+            let mut holder = None;
+            match case {
+                "refused" => replica.kill(),
+                "at its client limit" => {
+                    // Valkey's own refusal: the replica's link to its primary is a client, so
+                    // with a limit of 1 every new connection gets the error at its first read.
+                    let mut c = TcpStream::connect(&endpoint).unwrap();
+                    command(&mut c, &["CONFIG", "SET", "maxclients", "1"]).unwrap();
+                    holder = Some(c);
+                }
+                _ => signal(&replica, "-STOP"),
+            }
+            let (fpm, index) = start(apcu, &endpoint);
+            let before = reader.gets();
+            let started = Instant::now();
+            let read = std::thread::scope(|scope| {
+                let request = scope.spawn(|| get(&fpm, &index, "r=site/get&key=session42"));
+                if case == "killed mid-connection" {
+                    std::thread::sleep(Duration::from_millis(300));
+                    replica.kill();
+                }
+                request.join().unwrap()
+            });
+            let took = started.elapsed();
+            eprintln!("Yii2, the replica {what}: answered in {took:?}");
+            assert_eq!(
+                (read.status, read.body.as_str(), read.header("X-Locality-Route")),
+                (200, "cart=3", Some("fallback")),
+                "{what}: {read:?}\n{}",
+                fpm.logs()
+            );
+            assert_eq!(reader.gets() - before, 1, "{what}: the reader answered the read");
+            assert!(took < budget, "{what}: {took:?}, more than the two timeouts");
+            assert_eq!(said(&fpm), 1, "{what}: one log line\n{}", fpm.logs());
+            no_fatal(&fpm, &what);
+            if apcu {
+                let started = Instant::now();
+                let next = get(&fpm, &index, "r=site/get&key=session42");
+                assert_eq!(
+                    (next.status, next.body.as_str(), next.header("X-Locality-Route")),
+                    (200, "cart=3", Some("fallback")),
+                    "{what}, the next request"
+                );
+                assert!(
+                    started.elapsed() < Duration::from_millis(250),
+                    "{what}: the next request waited"
+                );
+                assert_eq!(said(&fpm), 1, "{what}: the next request logs nothing\n{}", fpm.logs());
+            }
+            drop(fpm);
+            if case == "hung" {
+                signal(&replica, "-CONT");
+            }
+            drop(holder);
+        }
+    }
 }
 
 /// Issue 58, item 7: `read.php` against the requests an attacker sends through the web server.
