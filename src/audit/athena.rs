@@ -269,8 +269,9 @@ fn counting() -> String {
     COUNTING.replace("LATENESS", &LATENESS_SECONDS.to_string())
 }
 
-/// The columns of the flow-log table that the query reads besides the default format's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The columns of the flow-log table that the query reads besides the default format's, and
+/// the files it reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Columns {
     /// The table has `interface_id`.
     pub interface_id: bool,
@@ -279,11 +280,61 @@ pub struct Columns {
     /// The table has `pkt_srcaddr` and `pkt_dstaddr`: read instead of `srcaddr`/`dstaddr`
     /// where they are not `-` (a pod behind its node's address).
     pub pkt_addresses: bool,
+    /// Read only the files of this flow log (`"$path"` holds `_ID_`, as AWS names them): the
+    /// table's location also holds another flow log's files, in another format.
+    pub flow_log_id: Option<FlowLogId>,
+}
+
+impl Columns {
+    /// The condition on `"$path"` that keeps one flow log's files (empty: every file).
+    fn files(&self) -> String {
+        match &self.flow_log_id {
+            Some(id) => format!("\n    AND strpos(\"$path\", '_{}_') > 0", id.as_str()),
+            None => String::new(),
+        }
+    }
+}
+
+/// A flow log's id (`fl-` and hexadecimal digits), as AWS writes it in the names of the files it
+/// delivers: `ACCOUNT_vpcflowlogs_REGION_ID_YYYYMMDDTHHmmZ_HASH.log.gz`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowLogId(String);
+
+impl FlowLogId {
+    /// `text` when it is a flow log's id.
+    pub fn parse(text: &str) -> Result<FlowLogId, String> {
+        let digits = text.strip_prefix("fl-").unwrap_or("");
+        if (1..=32).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            Ok(FlowLogId(text.to_string()))
+        } else {
+            Err(format!(
+                "{:?} is not a flow log's id: fl- and 1 to 32 lowercase hexadecimal digits (fl-0123456789abcdef0)",
+                text.chars().take(60).collect::<String>()
+            ))
+        }
+    }
+
+    /// The flow log whose delivery named this file (its last path segment), if AWS named it.
+    pub fn of_file(key: &str) -> Option<FlowLogId> {
+        let name = key.rsplit('/').next().unwrap_or(key);
+        let mut parts = name.split('_');
+        let (_account, service, _region, id) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        if service != "vpcflowlogs" {
+            return None;
+        }
+        FlowLogId::parse(id).ok()
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// The expressions of a record's source and destination addresses: the packet's own
 /// (`pkt_srcaddr`, `pkt_dstaddr`) where the table has them and they say something.
-fn addresses(columns: Columns) -> (&'static str, &'static str) {
+fn addresses(columns: &Columns) -> (&'static str, &'static str) {
     if columns.pkt_addresses {
         (
             "CASE WHEN pkt_srcaddr IS NULL OR pkt_srcaddr = '-' THEN srcaddr ELSE pkt_srcaddr END",
@@ -326,7 +377,8 @@ pub fn query(
         "CAST(NULL AS VARCHAR)"
     };
     let counting = counting();
-    let (srcaddr, dstaddr) = addresses(columns);
+    let (srcaddr, dstaddr) = addresses(&columns);
+    let files = columns.files();
     let _ = write!(
         sql,
         r#"
@@ -335,7 +387,7 @@ records AS (
   SELECT {srcaddr} AS srcaddr, {dstaddr} AS dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction,
          0 AS context
   FROM {table}
-  WHERE log_status = 'OK' AND action = 'ACCEPT'
+  WHERE log_status = 'OK' AND action = 'ACCEPT'{files}
     -- Possible records only: a window of at most {LONGEST_WINDOW_SECONDS} s, from 2015-06-01 to a day after the query
     -- was printed, and bytes a link can carry in it ({LINK_BYTES_PER_SECOND} bytes a second).
     AND start >= {EARLIEST_START} AND "end" >= start AND "end" - start <= {LONGEST_WINDOW_SECONDS}
@@ -495,7 +547,8 @@ pub fn pairs_query(
     let predicate = partition_predicate(layout, days);
     let (from, to) = days.seconds();
     let counting = counting();
-    let (srcaddr, dstaddr) = addresses(columns);
+    let (srcaddr, dstaddr) = addresses(&columns);
+    let files = columns.files();
     let most_bytes = LINK_BYTES_PER_SECOND * LONGEST_WINDOW_SECONDS;
     let _ = write!(
         sql,
@@ -505,7 +558,7 @@ read AS (
   SELECT {srcaddr} AS srcaddr, {dstaddr} AS dstaddr, bytes, start, "end", {interface_id} AS interface_id, {flow_direction} AS flow_direction,
          action, log_status
   FROM {table}
-  WHERE {predicate}
+  WHERE {predicate}{files}
 ),
 based AS (
   SELECT *,

@@ -102,6 +102,11 @@ pub struct AuditArgs {
     /// object's header line, or --fields), with partition projection by day.
     #[arg(long = "print-ddl", value_enum, value_name = "ENGINE", conflicts_with_all = ["print_sql", "athena"])]
     print_ddl: Option<SqlEngine>,
+    /// One flow log's files, by the id AWS writes in their names (`fl-...`), where the table's
+    /// location holds the files of more than one flow log: --print-ddl prints the table in
+    /// that log's format, and --print-sql and --athena read only its files (`"$path"`).
+    #[arg(long = "flow-log-id", value_name = "ID", value_parser = athena::FlowLogId::parse)]
+    flow_log_id: Option<athena::FlowLogId>,
     /// The table `--print-sql` and `--athena` query: NAME or DATABASE.NAME.
     #[arg(long, value_name = "NAME", default_value = "vpc_flow_logs")]
     table: String,
@@ -330,6 +335,7 @@ fn audit(args: &AuditArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u
         interface_id: fields.interface_id.is_some(),
         flow_direction: fields.flow_direction.is_some(),
         pkt_addresses: fields.pkt_srcaddr.is_some() && fields.pkt_dstaddr.is_some(),
+        flow_log_id: args.flow_log_id.clone(),
     };
     let figures = if let Some(SqlEngine::Athena) = args.print_sql {
         let latest_end = tally::latest_end(tally::now());
@@ -480,24 +486,126 @@ fn print_ddl(args: &AuditArgs, locations: &[Location], out: &mut dyn Write) -> R
             let inputs = runtime
                 .block_on(read::s3_inputs(&client, bucket, prefix, args.max_objects))
                 .map_err(Failure::Error)?;
-            let first = inputs.first().ok_or_else(|| {
-                Failure::Error(format!(
-                    "--flow-logs {given}: no flow-log object there; give --fields with the log's format"
-                ))
-            })?;
-            let line = read::first_line(first, &Some((&client, runtime.handle().clone()))).map_err(Failure::Error)?;
-            Layout::from_header(&line).map_err(|e| {
-                Failure::Error(format!(
-                    "{}: the first line is not a header line ({e}); give --fields",
-                    first.name()
-                ))
-            })?;
-            line
+            let s3 = Some((&client, runtime.handle().clone()));
+            let logs = formats(&inputs, &args.flow_log_id, &s3)?;
+            match logs.as_slice() {
+                [] => {
+                    return Err(Failure::Error(match &args.flow_log_id {
+                        Some(id) => format!(
+                            "--flow-logs {}: no object of flow log {} there",
+                            report::printable(given),
+                            id.as_str()
+                        ),
+                        None => format!(
+                            "--flow-logs {}: no flow-log object there; give --fields with the log's format",
+                            report::printable(given)
+                        ),
+                    }))
+                }
+                [one] => one.format.clone(),
+                many => return Err(Failure::Usage(two_formats(given, many))),
+            }
         }
     };
     let ddl = athena::ddl(&args.table, &fields, &delivery).map_err(Failure::Usage)?;
     let _ = out.write_all(ddl.as_bytes());
     Ok(0)
+}
+
+/// One flow log's files under a prefix, and their format.
+struct LogFormat {
+    /// The id in the files' names (`None`: names AWS did not give).
+    id: Option<athena::FlowLogId>,
+    /// How many of the objects listed are its.
+    objects: usize,
+    /// Its header line, as the first of its objects has it.
+    format: String,
+}
+
+/// The formats of the flow logs whose objects `inputs` are (only `only`'s when given): one
+/// header line read per flow log, since a flow log's format never changes; objects whose names
+/// carry no flow-log id are one group, read at its first object.
+fn formats(
+    inputs: &[read::Input],
+    only: &Option<athena::FlowLogId>,
+    s3: &Option<(&aws_sdk_s3::Client, tokio::runtime::Handle)>,
+) -> Result<Vec<LogFormat>, Failure> {
+    let mut logs: Vec<(LogFormat, &read::Input)> = Vec::new();
+    for input in inputs {
+        let key = match input {
+            read::Input::Object { key, .. } => key.as_str(),
+            read::Input::File(..) => continue,
+        };
+        let id = athena::FlowLogId::of_file(key);
+        if only.is_some() && id != *only {
+            continue;
+        }
+        match logs.iter_mut().find(|(log, _)| log.id == id) {
+            Some((log, _)) => log.objects += 1,
+            None => logs.push((
+                LogFormat {
+                    id,
+                    objects: 1,
+                    format: String::new(),
+                },
+                input,
+            )),
+        }
+    }
+    let mut out: Vec<LogFormat> = Vec::new();
+    for (mut log, first) in logs {
+        let line = read::first_line(first, s3).map_err(Failure::Error)?;
+        Layout::from_header(&line).map_err(|e| {
+            Failure::Error(format!(
+                "{}: the first line is not a header line ({e}); give --fields",
+                first.name()
+            ))
+        })?;
+        log.format = line.split_ascii_whitespace().collect::<Vec<_>>().join(" ");
+        out.push(log);
+    }
+    // Logs of one format make one table.
+    let mut merged: Vec<LogFormat> = Vec::new();
+    for log in out {
+        match merged.iter_mut().find(|m| m.format == log.format) {
+            Some(m) => {
+                m.objects += log.objects;
+                if m.id != log.id {
+                    m.id = None;
+                }
+            }
+            None => merged.push(log),
+        }
+    }
+    Ok(merged)
+}
+
+/// The refusal of one table for files in more than one format, and the two ways apart.
+fn two_formats(given: &str, logs: &[LogFormat]) -> String {
+    let mut text = format!(
+        "--flow-logs {} holds {} formats, and an Athena table reads every file by the positions of one: \
+         the other's records would be read into the wrong columns.\n",
+        report::printable(given),
+        logs.len()
+    );
+    for log in logs {
+        let who = match &log.id {
+            Some(id) => format!("flow log {}", id.as_str()),
+            None => "files of more than one flow log, or named otherwise".to_string(),
+        };
+        let format = report::printable(&log.format.chars().take(600).collect::<String>());
+        text.push_str(&format!("  {who} ({} objects): {format}\n", log.objects));
+    }
+    let example = logs
+        .iter()
+        .find_map(|l| l.id.as_ref())
+        .map_or("fl-0123456789abcdef0", athena::FlowLogId::as_str);
+    text.push_str(&format!(
+        "Keep them apart, one table per flow log: give --flow-log-id {example} (a table in that log's format, \
+         and the same --flow-log-id to --athena, whose query then reads only that log's files), \
+         or deliver each flow log to a prefix of its own (its destination s3://BUCKET/PREFIX/) and print a table per prefix."
+    ));
+    text
 }
 
 /// Prints `figures` as `--format` asks; the exit status (`--min-share`, an undefined share).
@@ -561,6 +669,7 @@ async fn athena_figures(
             interface_id: fields.interface_id.is_some(),
             flow_direction: fields.flow_direction.is_some(),
             pkt_addresses: fields.pkt_srcaddr.is_some() && fields.pkt_dstaddr.is_some(),
+            flow_log_id: args.flow_log_id.clone(),
         },
         args.table_layout,
         days,
