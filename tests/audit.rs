@@ -3098,3 +3098,135 @@ fn two_flow_logs_under_one_prefix_get_a_table_each_never_one() {
         files["skipped"]["no_data"]
     );
 }
+
+/// Issue 61, item 9 (escapes): text from outside reaches no output raw.
+/// - `--print-sql athena`: a subnet's zone that holds ESC, a newline with a forged SQL comment,
+///   and U+202E is inlined escaped (before: raw in the query text);
+/// - `--subnets` with a block that is not a CIDR, holding an OSC title sequence: the error shows
+///   it escaped;
+/// - an Athena endpoint whose query id holds a newline and a forged line: refused, the id shown
+///   escaped (before: printed raw in the report and the errors).
+#[test]
+fn hostile_names_reach_no_output_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.json");
+    std::fs::write(&map, map_json()).unwrap();
+    let map = map.display().to_string();
+    let zone = "ap-northeast-1x\u{1b}[2J\n-- forged\u{202e}";
+    let subnets = dir.path().join("subnets.json");
+    std::fs::write(
+        &subnets,
+        serde_json::json!({"Subnets": [
+            {"CidrBlock": "10.0.1.0/24", "AvailabilityZone": ZONES[0]},
+            {"CidrBlock": "10.9.0.0/16", "AvailabilityZone": zone},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let subnets = subnets.display().to_string();
+    let out = audit(&["--map", &map, "--subnets", &subnets, "--print-sql", "athena"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sql = text(&out.stdout);
+    assert!(
+        !sql.contains('\u{1b}') && !sql.contains('\u{202e}') && !sql.contains("\n-- forged"),
+        "{sql}"
+    );
+    assert!(
+        sql.contains("'ap-northeast-1x\\u{1b}[2J\\n-- forged\\u{202e}'"),
+        "{sql}"
+    );
+    let checked = check_sql_parses(&sql);
+    assert!(checked, "the query still parses");
+
+    let bad = dir.path().join("bad-subnets.json");
+    std::fs::write(
+        &bad,
+        serde_json::json!({"Subnets": [{"CidrBlock": "10.0.0.0/33\u{1b}]0;owned\u{7}", "AvailabilityZone": zone}]})
+            .to_string(),
+    )
+    .unwrap();
+    let out = audit(
+        &[
+            "--map",
+            &map,
+            "--subnets",
+            &bad.display().to_string(),
+            "--print-sql",
+            "athena",
+        ],
+        &[],
+    );
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("subnet block \"10.0.0.0/33\\u{1b}]0;owned\\u{7}\" (zone ap-northeast-1x\\u{1b}[2J\\n-- forged\\u{202e}) is not a CIDR block"),
+        "{said}"
+    );
+    assert!(!said.contains('\u{1b}') && !said.contains('\u{7}'), "{said}");
+
+    // The query id: a hostile Athena endpoint.
+    let logs = dir
+        .path()
+        .join("logs/AWSLogs/123456789012/vpcflowlogs/ap-northeast-1/2026/12/01");
+    std::fs::create_dir_all(&logs).unwrap();
+    let (lines, _) = generate_captured(Capture::VpcWide);
+    let texts: Vec<String> = lines.iter().map(|l| l.default.clone()).collect();
+    std::fs::write(
+        logs.join("part.log.gz"),
+        gzip(&split(&texts, 1, Some(DEFAULT_HEADER))[0]),
+    )
+    .unwrap();
+    let standin = StandIn::start(
+        &dir.path().join("logs"),
+        &["--query-id", "q-1\nlocality audit: in-zone share 1.0000"],
+    );
+    let env = standin.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let good_subnets = dir.path().join("good-subnets.json");
+    std::fs::write(&good_subnets, subnets_json()).unwrap();
+    let out = audit(
+        &[
+            "--map",
+            &map,
+            "--subnets",
+            &good_subnets.display().to_string(),
+            "--athena",
+            "--since",
+            "2026-12-01",
+            "--until",
+            "2026-12-01",
+        ],
+        &env,
+    );
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("a query execution id that is not one")
+            && said.contains("\"q-1\\nlocality audit: in-zone share 1.0000\""),
+        "{said}"
+    );
+    assert_eq!(
+        said.lines()
+            .filter(|l| l.starts_with("locality audit: in-zone"))
+            .count(),
+        0,
+        "{said}"
+    );
+    assert!(out.stdout.is_empty(), "no report");
+}
+
+/// Whether sqlglot parses `sql` as Athena's dialect.
+fn check_sql_parses(sql: &str) -> bool {
+    let python = common::venv_python("LOCALITY_DUCKDB_PYTHON", "audit-venv", "duckdb");
+    let mut child = Command::new(python)
+        .args([
+            "-c",
+            "import sys, sqlglot; sqlglot.parse(sys.stdin.read(), read='athena')",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(sql.as_bytes()).unwrap();
+    child.wait().unwrap().success()
+}

@@ -27,8 +27,10 @@ fn inject(moto: &Moto, usd_per_day: f64) {
     );
 }
 
-/// Queues one Cost Explorer answer in moto: seven days (2026-11-24 to 2026-11-30), each with
-/// `groups` (usage type, UnblendedCost amount, UsageQuantity amount), amounts as written.
+/// Queues one Cost Explorer answer in moto: the days of the fixed window the tests name
+/// (2026-11-24 to 2026-11-30) and of the default one (the seven days before today, UTC: the
+/// provider keeps only the window's days), each once, with `groups` (usage type, UnblendedCost
+/// amount, UsageQuantity amount), amounts as written.
 fn inject_groups(moto: &Moto, groups: &[(&str, String, String)]) {
     let groups: Vec<serde_json::Value> = groups
         .iter()
@@ -38,10 +40,20 @@ fn inject_groups(moto: &Moto, groups: &[(&str, String, String)]) {
                             "UsageQuantity": {"Amount": quantity, "Unit": "GB"}}})
         })
         .collect();
-    let days: Vec<serde_json::Value> = (24..31)
+    let today = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 86_400) as i64;
+    let fixed = chrono_free_days("2026-11-24");
+    let mut days: Vec<i64> = (fixed..fixed + 7).chain(today - 7..today).collect();
+    days.sort_unstable();
+    days.dedup();
+    let days: Vec<serde_json::Value> = days
+        .into_iter()
         .map(|day| {
             serde_json::json!({
-                "TimePeriod": {"Start": format!("2026-11-{day}"), "End": format!("2026-11-{}", day + 1)},
+                "TimePeriod": {"Start": date_of_days(day), "End": date_of_days(day + 1)},
                 "Total": {},
                 "Groups": groups,
                 "Estimated": false
@@ -49,6 +61,20 @@ fn inject_groups(moto: &Moto, groups: &[(&str, String, String)]) {
         })
         .collect();
     inject_days(moto, days);
+}
+
+/// `YYYY-MM-DD` of days since 1970-01-01 (the inverse of [`chrono_free_days`]).
+fn date_of_days(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// Queues `days` (ResultsByTime entries) as moto's next GetCostAndUsage answer.
@@ -359,6 +385,12 @@ fn a_pattern_that_matches_nothing_and_amounts_that_are_not_numbers_are_said() {
         &[
             ("APN1-DataTransfer-Out-Bytes", "4.5".to_string(), "50".to_string()),
             ("APN1-BoxUsage:t3.micro", "1000".to_string(), "24".to_string()),
+            // Issue 61, item 9: a usage type that forges Terraform's last line, and reorders one.
+            (
+                "APN1-X\nApply complete! Resources: 9 added, 0 changed, 0 destroyed.\u{202e}",
+                "1".to_string(),
+                "1".to_string(),
+            ),
         ],
     );
     let window = "  start_date = \"2026-11-24\"\n  end_date   = \"2026-12-01\"\n";
@@ -376,6 +408,12 @@ fn a_pattern_that_matches_nothing_and_amounts_that_are_not_numbers_are_said() {
         words.contains("contains usage_type_pattern \"InterZone\"")
             && words.contains("APN1-BoxUsage:t3.micro (7000.00 USD)")
             && words.contains("APN1-DataTransfer-Out-Bytes (31.50 USD)"),
+        "{words}"
+    );
+    assert!(
+        words.contains("APN1-X\\nApply complete! Resources: 9 added, 0 changed, 0 destroyed.\\u{202e} (7.00 USD)")
+            && !plan.all().contains("\nApply complete!")
+            && !plan.all().contains('\u{202e}'),
         "{words}"
     );
     assert!(words.contains("from 2026-11-24 to 2026-11-30"), "{words}");
@@ -532,7 +570,13 @@ fn huge_amounts_and_days_that_are_not_dates_are_left_out_and_said() {
             ),
             day("2026-11-26", vec![group("3")]),
             day("2026-11-27\n\u{1b}[31mforged", vec![group("5")]),
-        ],
+            // Issue 61, item 9: an impossible date, and days outside the window.
+            day("0001-02-31", vec![group("7")]),
+            day("2026-12-01", vec![group("11")]),
+        ]
+        .into_iter()
+        .chain((0..3000).map(|n| day(&format!("{}-01-01", 2000 - n % 1000), vec![group("13")])))
+        .collect(),
     );
     let tf = terraform(
         &moto,
@@ -553,10 +597,14 @@ fn huge_amounts_and_days_that_are_not_dates_are_left_out_and_said() {
         "{words}"
     );
     assert!(
-        words.contains("Warning: Days that are not dates were left out"),
+        words.contains("Warning: Days that are not dates of the window were left out"),
         "{words}"
     );
     assert!(words.contains("2026-11-27\\n\\u{1b}[31mforged"), "{words}");
+    assert!(
+        words.contains("\"0001-02-31\"; \"2026-12-01\"") && words.contains(" and 2983 more"),
+        "{words}"
+    );
     assert!(!words.contains("must not be null"), "{words}");
     assert_eq!(tf.output("total_usd"), "3");
     assert_eq!(tf.output("dates"), "2026-11-24,2026-11-25,2026-11-26");

@@ -1063,7 +1063,16 @@ fn yii2_reads_in_the_zone_and_from_the_reader_when_the_replica_fails() {
         (Fpm::start(cmd, dir, port), index)
     };
     let get = |fpm: &Fpm, index: &Path, query: &str| fpm.get(index, query);
-    let said = |fpm: &Fpm| fpm.logs().matches("locality: ").count();
+    // The `locality:` lines of the pool's log, once `expected` of them arrived (a worker's
+    // stderr reaches the master's log a moment after the response) and 200 ms more passed.
+    let said_settled = |fpm: &Fpm, expected: usize| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while fpm.logs().matches("locality: ").count() < expected && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        fpm.logs().matches("locality: ").count()
+    };
     let no_fatal = |fpm: &Fpm, what: &str| {
         let logs = fpm.logs();
         assert!(
@@ -1113,7 +1122,7 @@ fn yii2_reads_in_the_zone_and_from_the_reader_when_the_replica_fails() {
         [1, 0],
         "the read on the zone's replica"
     );
-    assert_eq!(said(&fpm), 0, "{}", fpm.logs());
+    assert_eq!(said_settled(&fpm, 0), 0, "{}", fpm.logs());
     drop(fpm);
     drop(replica);
 
@@ -1157,7 +1166,7 @@ fn yii2_reads_in_the_zone_and_from_the_reader_when_the_replica_fails() {
             );
             assert_eq!(reader.gets() - before, 1, "{what}: the reader answered the read");
             assert!(took < budget, "{what}: {took:?}, more than the two timeouts");
-            assert_eq!(said(&fpm), 1, "{what}: one log line\n{}", fpm.logs());
+            assert_eq!(said_settled(&fpm, 1), 1, "{what}: one log line\n{}", fpm.logs());
             no_fatal(&fpm, &what);
             if apcu {
                 let started = Instant::now();
@@ -1171,7 +1180,12 @@ fn yii2_reads_in_the_zone_and_from_the_reader_when_the_replica_fails() {
                     started.elapsed() < Duration::from_millis(250),
                     "{what}: the next request waited"
                 );
-                assert_eq!(said(&fpm), 1, "{what}: the next request logs nothing\n{}", fpm.logs());
+                assert_eq!(
+                    said_settled(&fpm, 1),
+                    1,
+                    "{what}: the next request logs nothing\n{}",
+                    fpm.logs()
+                );
             }
             drop(fpm);
             if case == "hung" {
@@ -1211,6 +1225,11 @@ fn read_php_refuses_forged_log_lines_arrays_and_endpoints_chosen_by_requests() {
 
     let r = fpm.get(&script, "key=missing%0Aread.php%3A+forged");
     assert_eq!(r.status, 404, "{r:?}");
+    // (The worker's stderr reaches the master's log a moment after the response.)
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !fpm.logs().contains("no key missing") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let logs = fpm.logs();
     let said: Vec<&str> = logs.lines().filter(|l| l.contains("read.php:")).collect();
     assert_eq!(said.len(), 1, "one line, the newline escaped: {said:?}\n{logs}");
@@ -1229,4 +1248,76 @@ fn read_php_refuses_forged_log_lines_arrays_and_endpoints_chosen_by_requests() {
         fpm.logs()
     );
     assert_eq!(diff(before, [replica.gets(), reader.gets()]), [1, 0]);
+}
+
+/// The body of PHP function `loggable` in `path` (its lines from `{` to the closing `}`, each
+/// without its leading spaces).
+fn php_loggable_body(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let start = text
+        .find("function loggable(string $text): string\n")
+        .unwrap_or_else(|| panic!("{}: no loggable()", path.display()));
+    let lines: Vec<&str> = text[start..].lines().skip(1).collect();
+    let indent = lines[0].len() - lines[0].trim_start().len();
+    let end = lines
+        .iter()
+        .position(|l| *l == format!("{}}}", " ".repeat(indent)))
+        .unwrap();
+    lines[..=end]
+        .iter()
+        .map(|l| l.trim_start())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 61, item 9: PHP's log lines escape as `locality` prints (one function, by Unicode
+/// category): `read.php`'s `loggable()` is run with Debian's PHP on a hostile corpus (U+202E,
+/// U+2028, NEL, C1 CSI, ESC, a backslash before `u{1b}`, tabs, CJK, an overlong text) and gives,
+/// character for character, what `locality_resolve::printable` gives (before: `addcslashes`
+/// worked on bytes, and U+202E, U+2028, NEL and C1 CSI passed raw); a byte that is not UTF-8 is
+/// `\x{ff}`. The Laravel and Yii2 examples carry the same function.
+#[test]
+fn php_log_lines_escape_as_locality_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let body = php_loggable_body(&root.join("examples/php/read.php"));
+    for other in [
+        "examples/laravel/app/Locality/ZoneReadConnection.php",
+        "examples/yii2/components/ZoneRedisConnection.php",
+    ] {
+        assert_eq!(
+            php_loggable_body(&root.join(other)),
+            body,
+            "{other}: the same loggable()"
+        );
+    }
+    let corpus = [
+        "ap-northeast-1a".to_string(),
+        "a\u{202e}b\u{2028}c\u{2029}d\u{85}e\u{9b}31m".to_string(),
+        "\u{1b}[2J\u{7}\r\n\tx".to_string(),
+        "\\u{1b} is not ESC, \u{1b} is".to_string(),
+        "東京 ゾーン naïve\u{200b}\u{feff}\u{e0001}".to_string(),
+        "é".repeat(400),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("loggable.php");
+    std::fs::write(
+        &script,
+        format!(
+            "<?php\nfunction loggable(string $text): string\n{body}\nforeach (array_slice($argv, 1) as $a) {{ echo loggable($a), \"\\0\"; }}\necho loggable(\"x\\xffy\"), \"\\0\";\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new("php").arg(&script).args(&corpus).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .split('\0')
+        .map(str::to_string)
+        .collect();
+    for (text, php) in corpus.iter().zip(&shown) {
+        let rust = locality_resolve::printable::printable_cut(text, 300);
+        assert_eq!(php, &rust, "{text:?}");
+        assert!(!php.chars().any(locality_resolve::printable::is_unsafe), "{php:?}");
+    }
+    assert_eq!(shown[corpus.len()], "x\\x{ff}y");
 }

@@ -5,7 +5,9 @@
 //! NEL U+0085, ...), Cf (format: the bidirectional marks and overrides U+061C, U+200E/F,
 //! U+202A–E, U+2066–9, zero-width characters, U+FEFF), Zl (U+2028) or Zp (U+2029). Such a
 //! character could move a terminal's cursor, set its title, forge a line or reorder one; shown as
-//! `\u{1b}`, `\n` or `\u{202e}` it cannot.
+//! `\u{1b}`, `\n` or `\u{202e}` it cannot. The backslash itself is written `\\` wherever
+//! text is escaped, so that an escaped ESC (`\u{1b}`) is never mistaken for the six
+//! characters `\u{1b}` that a value held.
 
 use unicode_general_category::{get_general_category, GeneralCategory};
 
@@ -25,7 +27,7 @@ pub fn is_unsafe(c: char) -> bool {
 /// `\u{202e}`): one line, whatever it held.
 #[must_use]
 pub fn printable(value: &str) -> String {
-    escaped(value, |_| false)
+    escaped(value, |_| false, true)
 }
 
 /// [`printable`] of at most `max_chars` characters of `value`, with `...` when it was longer.
@@ -40,10 +42,12 @@ pub fn printable_cut(value: &str, max_chars: usize) -> String {
 
 /// Text made of lines (a report, an error of several lines): every [`is_unsafe`] character
 /// escaped but `\n`, which keeps ending lines. The last pass over what is printed; a field from
-/// outside goes through [`printable`] first, so that a newline of its own cannot forge a line.
+/// outside goes through [`printable`] first, so that a newline of its own cannot forge a line
+/// (and its backslashes are doubled there: this pass leaves backslashes as they are, so that it
+/// does not double them again).
 #[must_use]
 pub fn printable_lines(text: &str) -> String {
-    escaped(text, |c| c == '\n')
+    escaped(text, |c| c == '\n', false)
 }
 
 /// JSON text with every [`is_unsafe`] character but the layout's `\n` written as a `\uXXXX`
@@ -67,13 +71,15 @@ pub fn json_text(value: &serde_json::Value) -> String {
     out
 }
 
-fn escaped(value: &str, keep: impl Fn(char) -> bool) -> String {
-    if !value.chars().any(|c| is_unsafe(c) && !keep(c)) {
+fn escaped(value: &str, keep: impl Fn(char) -> bool, backslash: bool) -> String {
+    if !value.chars().any(|c| (backslash && c == '\\') || (is_unsafe(c) && !keep(c))) {
         return value.to_string();
     }
     let mut out = String::with_capacity(value.len() + 8);
     for c in value.chars() {
-        if is_unsafe(c) && !keep(c) {
+        if backslash && c == '\\' {
+            out.push_str("\\\\");
+        } else if is_unsafe(c) && !keep(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -108,9 +114,13 @@ mod tests {
             assert!(is_unsafe(c), "{c:?}");
             assert_eq!(printable(&format!("a{c}b")), format!("a{shown}b"));
         }
-        for kept in ["ap-northeast-1a", "東京 ゾーン", "zone\\u{1b}", "naïve café", "\u{a0}x"] {
+        for kept in ["ap-northeast-1a", "東京 ゾーン", "naïve café", "\u{a0}x"] {
             assert_eq!(printable(kept), kept);
         }
+        // A literal backslash is doubled: the six characters `\u{1b}` and an escaped ESC differ.
+        assert_eq!(printable("zone\\u{1b}"), "zone\\\\u{1b}");
+        assert_ne!(printable("zone\\u{1b}"), printable("zone\u{1b}"));
+        assert_eq!(printable_lines("a\\b\n"), "a\\b\n");
         assert_eq!(
             printable_lines("a\u{1b}]0;t\u{7}\nb\u{2028}"),
             "a\\u{1b}]0;t\\u{7}\nb\\u{2028}"

@@ -76,8 +76,15 @@ pub fn check_table(name: &str) -> Result<(), String> {
 }
 
 /// A string literal.
+/// A value from outside (a zone's name, an endpoint) as an SQL string literal: escaped as every
+/// printed name is ([`locality_resolve::printable`]: no raw control, format or separator
+/// character reaches the terminal or Athena's console; injective, so equal names stay equal),
+/// then quoted.
 fn text(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "''"))
+    format!(
+        "'{}'",
+        locality_resolve::printable::printable(value).replace('\'', "''")
+    )
 }
 
 fn optional(value: Option<&str>) -> String {

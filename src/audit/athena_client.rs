@@ -181,7 +181,20 @@ pub async fn run(
         };
         match sent {
             Ok(out) => match out.query_execution_id {
-                Some(id) if !id.is_empty() && id.len() <= 128 => break id,
+                // An id (a UUID): letters, digits and `-`, never a line of its own.
+                Some(id)
+                    if !id.is_empty()
+                        && id.len() <= 128
+                        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+                {
+                    break id
+                }
+                Some(id) if !id.is_empty() => {
+                    return Err(Ended::Failed(format!(
+                        "Athena StartQueryExecution answered a query execution id that is not one (letters, digits and -, at most 128): \"{}\"",
+                        locality_resolve::printable::printable_cut(&id, 60)
+                    )))
+                }
                 _ => {
                     return Err(Ended::Failed(
                         "Athena StartQueryExecution answered no query execution id".into(),

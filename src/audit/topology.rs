@@ -151,8 +151,9 @@ impl Subnets {
             for block in blocks {
                 let net: IpNet = block.parse().map_err(|_| {
                     format!(
-                        "subnet block {block:?} (zone {}) is not a CIDR block",
-                        s.availability_zone
+                        "subnet block \"{}\" (zone {}) is not a CIDR block",
+                        locality_resolve::printable::printable_cut(block, 60),
+                        locality_resolve::printable::printable_cut(&s.availability_zone, 60)
                     )
                 })?;
                 subnets.push(Subnet {

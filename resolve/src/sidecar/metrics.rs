@@ -236,7 +236,12 @@ impl Metrics {
         self.read_error.clear();
         self.failing.set(0);
         let labels = vec![
-            ("version".to_string(), version.version.clone().unwrap_or_default()),
+            // The source's text: escaped (no raw control, format or separator character in a
+            // scrape) and cut.
+            (
+                "version".to_string(),
+                crate::printable::printable_cut(version.version.as_deref().unwrap_or_default(), MAX_ERROR_CHARS),
+            ),
             ("digest".to_string(), digest.to_string()),
         ];
         if self.map.get(&labels).is_none() {
@@ -662,6 +667,33 @@ mod tests {
             "{again}"
         );
         assert!(!again.contains("digest=\"00ff\""), "{again}");
+        // Issue 61, item 9: a version from Secrets Manager that forges a series and reorders a
+        // line: escaped and cut, one line.
+        let forged = MapVersion {
+            version: Some(format!(
+                "v1\"}} 1\nlocality_sidecar_route{{route=\"zone\"}} 1\u{202e}\u{1b}[2J{}",
+                "x".repeat(200)
+            )),
+            modified: None,
+        };
+        metrics.map_read(&forged, "0200", SystemTime::now());
+        let text = metrics.text();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("locality_sidecar_map{"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(!text.contains('\u{202e}') && !text.contains('\u{1b}'), "{text}");
+        assert!(
+            line.contains("\\\\u{202e}\\\\u{1b}[2J") && line.contains("...\",digest=\"0200\"} 1"),
+            "{line}"
+        );
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("locality_sidecar_route{"))
+                .count(),
+            1,
+            "{text}"
+        );
         assert!(
             !again.contains("locality_sidecar_map_modified_timestamp_seconds "),
             "{again}"

@@ -183,31 +183,67 @@ pub struct CostReport {
     pub days: Vec<DailyCost>,
     /// How many (day, usage type) groups matched the pattern.
     pub matched_groups: u64,
-    /// The usage types that did not match, with their cost over the window (USD).
+    /// The usage types that did not match (escaped and cut), with their cost over the window
+    /// (USD).
     pub other_usage_types: std::collections::BTreeMap<String, f64>,
     /// Amounts that are not a finite, non-negative number, left out of the sums: `day usage
     /// type metric = amount`.
     pub bad_amounts: Vec<String>,
-    /// Days whose `TimePeriod.Start` is not a `YYYY-MM-DD` date, escaped: left out.
+    /// Days whose `TimePeriod.Start` is not a real `YYYY-MM-DD` date of the window asked for,
+    /// escaped (the first 20): left out.
     pub bad_dates: Vec<String>,
+    /// How many more such days there were.
+    pub more_bad_dates: u64,
+}
+
+/// `text` quoted, escaped and cut to 40 characters, as a diagnostic names a value it refused.
+fn printable_cut_debug(text: &str) -> String {
+    format!(
+        "\"{}\"",
+        locality_resolve::printable::printable_cut(text, 40).replace('"', "\\\"")
+    )
 }
 
 /// The most one usage type's amount may be on one day (USD or GB): 10^12.
 pub const MOST_DAILY_AMOUNT: f64 = 1e12;
 
-/// Whether `text` is a `YYYY-MM-DD` date as Cost Explorer writes them.
+/// Whether `text` is a real `YYYY-MM-DD` date as Cost Explorer writes them (never
+/// `0001-02-31`: the day exists in its month, leap years counted).
 fn is_date(text: &str) -> bool {
     let bytes = text.as_bytes();
-    bytes.len() == 10
+    let shaped = bytes.len() == 10
         && bytes.iter().enumerate().all(|(i, b)| {
             if i == 4 || i == 7 {
                 *b == b'-'
             } else {
                 b.is_ascii_digit()
             }
-        })
-        && matches!(text[5..7].parse::<u8>(), Ok(1..=12))
-        && matches!(text[8..10].parse::<u8>(), Ok(1..=31))
+        });
+    if !shaped {
+        return false;
+    }
+    let (Ok(year), Ok(month), Ok(day)) = (
+        text[0..4].parse::<u32>(),
+        text[5..7].parse::<u32>(),
+        text[8..10].parse::<u32>(),
+    ) else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let last = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    year >= 1 && (1..=last).contains(&day)
+}
+
+/// A usage type or amount from Cost Explorer as a diagnostic shows it: escaped, at most 120
+/// characters (a forged "Apply complete!" line, a terminal's escape, cannot pass).
+fn shown(text: &str) -> String {
+    locality_resolve::printable::printable_cut(text, 120)
 }
 
 /// Most pages of one GetCostAndUsage query (a year of days grouped by usage type is a few).
@@ -588,11 +624,13 @@ impl Aws {
                 let Some(date) = result.time_period().map(|p| p.start().to_string()) else {
                     continue;
                 };
-                if !is_date(&date) {
+                // Only the window's real days: a day outside it (or that no calendar has) would
+                // add entries to `daily` that the query never asked for.
+                if !is_date(&date) || date.as_str() < query.start.as_str() || date.as_str() >= query.end.as_str() {
                     if report.bad_dates.len() < 20 {
-                        report
-                            .bad_dates
-                            .push(date.chars().take(40).flat_map(char::escape_debug).collect());
+                        report.bad_dates.push(printable_cut_debug(&date));
+                    } else {
+                        report.more_bad_dates += 1;
                     }
                     continue;
                 }
@@ -611,10 +649,11 @@ impl Aws {
                             Ok(value) if value.is_finite() && (0.0..=MOST_DAILY_AMOUNT).contains(&value) => value,
                             _ => {
                                 if report.bad_amounts.len() < 20 {
-                                    let shown: String = text.chars().take(40).collect();
-                                    report
-                                        .bad_amounts
-                                        .push(format!("{date} {usage_type} {metric} = {shown:?}"));
+                                    report.bad_amounts.push(format!(
+                                        "{date} {} {metric} = {}",
+                                        shown(&usage_type),
+                                        printable_cut_debug(text)
+                                    ));
                                 }
                                 0.0
                             }
@@ -625,10 +664,12 @@ impl Aws {
                         report.matched_groups += 1;
                         day.0 += usd;
                         day.1 += gb;
-                    } else if report.other_usage_types.len() < 1_000
-                        || report.other_usage_types.contains_key(&usage_type)
-                    {
-                        *report.other_usage_types.entry(usage_type).or_default() += usd;
+                    } else {
+                        let usage_type = shown(&usage_type);
+                        if report.other_usage_types.len() < 1_000 || report.other_usage_types.contains_key(&usage_type)
+                        {
+                            *report.other_usage_types.entry(usage_type).or_default() += usd;
+                        }
                     }
                 }
             }

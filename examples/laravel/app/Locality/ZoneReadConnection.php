@@ -93,11 +93,47 @@ final class ZoneReadConnection extends PhpRedisConnection
         if (function_exists('apcu_enabled') && apcu_enabled()) {
             apcu_store('locality:unhealthy:' . $endpoint, 1, max(1, $ttl));
         }
-        // One line, whatever the message holds (addcslashes: no second, forged line).
+        // One line, whatever the message holds.
         error_log(sprintf(
             'locality: %s failed (%s): reading from the fallback',
             $endpoint,
-            addcslashes($why->getMessage(), "\0..\37\177\\"),
+            self::loggable($why->getMessage()),
         ));
+    }
+
+    /**
+     * $text for one log line, escaped as `locality` escapes what it prints: each character of Unicode
+     * category Cc, Cf, Zl or Zp (ESC, NEL, C1 CSI, U+202E, U+2028, ...) as \u{hex} (\n, \r, \t),
+     * the backslash as \\, a byte that is not UTF-8 as \x{hex}, cut at 300 characters: a key or an
+     * error cannot forge a line, reorder one, or pass for an escape.
+     */
+    private static function loggable(string $text): string
+    {
+        // Each UTF-8 character, or one byte that is not UTF-8 (shown \x{ff}); the first 300.
+        preg_match_all('/[\x00-\x7F]|[\xC2-\xDF][\x80-\xBF]|\xE0[\xA0-\xBF][\x80-\xBF]|[\xE1-\xEC\xEE\xEF][\x80-\xBF]{2}'
+            . '|\xED[\x80-\x9F][\x80-\xBF]|\xF0[\x90-\xBF][\x80-\xBF]{2}|[\xF1-\xF3][\x80-\xBF]{3}|\xF4[\x80-\x8F][\x80-\xBF]{2}|[\x80-\xFF]/s', $text, $chars);
+        $out = '';
+        foreach ($chars[0] as $n => $c) {
+            if ($n === 300) {
+                return $out . '...';
+            }
+            if ($c === '\\') {
+                $out .= '\\\\';
+            } elseif (strlen($c) === 1 && ord($c) > 0x7F) {
+                $out .= sprintf('\\x{%x}', ord($c));
+            } elseif (preg_match('/^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]$/u', $c)) {
+                $b = array_values(unpack('C*', $c));
+                $code = match (count($b)) {
+                    1 => $b[0],
+                    2 => (($b[0] & 0x1F) << 6) | ($b[1] & 0x3F),
+                    3 => (($b[0] & 0x0F) << 12) | (($b[1] & 0x3F) << 6) | ($b[2] & 0x3F),
+                    default => (($b[0] & 0x07) << 18) | (($b[1] & 0x3F) << 12) | (($b[2] & 0x3F) << 6) | ($b[3] & 0x3F),
+                };
+                $out .= match ($code) { 9 => '\\t', 10 => '\\n', 13 => '\\r', default => sprintf('\\u{%x}', $code) };
+            } else {
+                $out .= $c;
+            }
+        }
+        return $out;
     }
 }

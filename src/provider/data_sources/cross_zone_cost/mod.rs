@@ -221,10 +221,17 @@ impl DataSource<ProviderData> for CrossZoneCost {
         }
         if !report.bad_dates.is_empty() {
             diags.warning(
-                "Days that are not dates were left out",
+                "Days that are not dates of the window were left out",
                 format!(
-                    "Cost Explorer gave days whose start is not a YYYY-MM-DD date; they are left out of daily and every total: {}.",
-                    report.bad_dates.join("; ")
+                    "Cost Explorer gave days whose start is not a real YYYY-MM-DD date from {} to {}; they are left out of daily and every total: {}{}.",
+                    date(start),
+                    date(end - 1),
+                    report.bad_dates.join("; "),
+                    if report.more_bad_dates > 0 {
+                        format!(" and {} more", report.more_bad_dates)
+                    } else {
+                        String::new()
+                    }
                 ),
             );
         }
