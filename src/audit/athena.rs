@@ -26,16 +26,26 @@ use super::topology::{Node, Subnets};
 /// # Errors
 /// A sentence saying what is allowed.
 pub fn check_table(name: &str) -> Result<(), String> {
+    table_parts(name).map(|_| ())
+}
+
+/// The parts of a `--table` that [`check_table`] accepts, unquoted (`""` back to `"`):
+/// `[NAME]`, `[DATABASE, NAME]` or `[CATALOG, DATABASE, NAME]`. The one reading of the name that
+/// the query (as written), the DDL (each part in backticks) and Athena's database all follow: a
+/// dot inside quotes is part of the name.
+///
+/// # Errors
+/// [`check_table`]'s sentence.
+pub fn table_parts(name: &str) -> Result<Vec<String>, String> {
     let refuse = || {
         Err(format!(
             "--table {:?} is not a table name: give NAME, DATABASE.NAME or CATALOG.DATABASE.NAME, each part letters, digits and _ (not starting with a digit), or quoted as \"part\"",
             name.chars().take(80).collect::<String>()
         ))
     };
-    let mut parts = 0;
+    let mut parts: Vec<String> = Vec::new();
     let mut rest = name;
     loop {
-        parts += 1;
         if let Some(quoted) = rest.strip_prefix('"') {
             // Up to the closing quote ("" is a quote inside).
             let mut end = None;
@@ -56,6 +66,7 @@ pub fn check_table(name: &str) -> Result<(), String> {
             let Some(end) = end.filter(|e| *e > 0) else {
                 return refuse();
             };
+            parts.push(quoted[..end].replace("\"\"", "\""));
             rest = &quoted[end + 1..];
         } else {
             let length = rest
@@ -64,12 +75,13 @@ pub fn check_table(name: &str) -> Result<(), String> {
             if length == 0 || rest.starts_with(|c: char| c.is_ascii_digit()) {
                 return refuse();
             }
+            parts.push(rest[..length].to_string());
             rest = &rest[length..];
         }
         match rest.strip_prefix('.') {
-            Some(next) if parts < 3 => rest = next,
+            Some(next) if parts.len() < 3 => rest = next,
             Some(_) => return refuse(),
-            None if rest.is_empty() => return Ok(()),
+            None if rest.is_empty() => return Ok(parts),
             None => return refuse(),
         }
     }
@@ -779,9 +791,11 @@ pub fn ddl(table: &str, fields: &str, delivery: &Delivery) -> Result<String, Str
     } else {
         "region"
     };
-    let table = table
-        .split('.')
-        .map(|part| format!("`{}`", part.trim_matches('"').replace('`', "")))
+    // Hive's DDL quotes with backticks (a backtick doubled inside); the parts as the query
+    // reads them ([`table_parts`]).
+    let table = table_parts(table)?
+        .iter()
+        .map(|part| format!("`{}`", part.replace('`', "``")))
         .collect::<Vec<_>>()
         .join(".");
     let base = &delivery.base;
@@ -860,5 +874,20 @@ mod tests {
             let refused = check_table(bad).unwrap_err();
             assert!(refused.contains("is not a table name"), "{bad}: {refused}");
         }
+    }
+
+    /// Issue 61, item 9: a quoted part holding a dot is one part, in the DDL as in the query
+    /// and for Athena's database (before: the DDL split it at every dot).
+    #[test]
+    fn a_quoted_table_splits_the_same_in_the_ddl_and_the_query() {
+        use super::{ddl, table_parts, Delivery};
+        assert_eq!(table_parts("\"my.db\".\"flow.logs\"").unwrap(), ["my.db", "flow.logs"]);
+        assert_eq!(table_parts("c.\"a\"\"b\".t").unwrap(), ["c", "a\"b", "t"]);
+        let delivery = Delivery::parse("s3://b/AWSLogs/123456789012/vpcflowlogs/us-east-1/").unwrap();
+        let printed = ddl("\"my.db\".\"flow`logs\"", "srcaddr dstaddr bytes", &delivery).unwrap();
+        assert!(
+            printed.starts_with("CREATE EXTERNAL TABLE IF NOT EXISTS `my.db`.`flow``logs` ("),
+            "{printed}"
+        );
     }
 }

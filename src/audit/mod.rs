@@ -658,10 +658,12 @@ async fn athena_figures(
     fields: &Layout,
     err: &mut dyn Write,
 ) -> Result<Figures, Failure> {
-    let database = match (&args.athena_database, args.table.split_once('.')) {
+    // The table's own database (DATABASE.NAME, CATALOG.DATABASE.NAME), as the query reads it.
+    let parts = athena::table_parts(&args.table).map_err(Failure::Usage)?;
+    let database = match (&args.athena_database, parts.len()) {
         (Some(database), _) => database.clone(),
-        (None, Some((database, _))) => database.trim_matches('"').to_string(),
-        (None, None) => "default".to_string(),
+        (None, 2 | 3) => parts[parts.len() - 2].clone(),
+        (None, _) => "default".to_string(),
     };
     let sql = athena::pairs_query(
         &args.table,
