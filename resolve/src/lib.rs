@@ -25,6 +25,8 @@
 
 #[cfg(feature = "aws")]
 pub mod aws_error;
+#[cfg(feature = "aws")]
+pub mod body_limit;
 pub mod cache;
 pub mod check;
 #[cfg(feature = "cli")]

@@ -72,7 +72,10 @@ pub fn json_text(value: &serde_json::Value) -> String {
 }
 
 fn escaped(value: &str, keep: impl Fn(char) -> bool, backslash: bool) -> String {
-    if !value.chars().any(|c| (backslash && c == '\\') || (is_unsafe(c) && !keep(c))) {
+    if !value
+        .chars()
+        .any(|c| (backslash && c == '\\') || (is_unsafe(c) && !keep(c)))
+    {
         return value.to_string();
     }
     let mut out = String::with_capacity(value.len() + 8);

@@ -14,6 +14,9 @@ use aws_sdk_athena::types::{
 
 use super::athena_rows::{Row, MOST_ROWS};
 
+/// The most bytes one Athena answer may hold (a GetQueryResults page is at most 1,000 rows).
+pub const ANSWER_MAX_BYTES: usize = 16 << 20;
+
 /// What `--athena-*` asks for.
 #[derive(Debug, Clone)]
 pub struct Options {

@@ -378,13 +378,7 @@ fn file_figures(
     days: Option<days::Days>,
     err: &mut dyn Write,
 ) -> Result<Figures, Failure> {
-    let s3 = config.map(|c| {
-        let mut builder = aws_sdk_s3::config::Builder::from(c);
-        if path_style(c) {
-            builder = builder.force_path_style(true);
-        }
-        aws_sdk_s3::Client::from_conf(builder.build())
-    });
+    let s3 = config.map(s3_client);
     let mut inputs: Vec<Input> = Vec::new();
     for (location, given) in locations.iter().zip(&args.flow_logs) {
         let found = match location {
@@ -459,6 +453,24 @@ fn file_figures(
     Ok(figures)
 }
 
+/// The most bytes one S3 listing page's answer may hold: 1,000 keys of at most 1,024 bytes and
+/// their XML are under 2 MB.
+pub const S3_LIST_PAGE_MAX_BYTES: usize = 8 << 20;
+
+/// The S3 client of the audit: path-style requests for an endpoint given as an IP address, and
+/// each listing page's answer bounded ([`S3_LIST_PAGE_MAX_BYTES`]) before the SDK reads it
+/// whole (objects are streamed, and not bounded here).
+fn s3_client(config: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let mut builder = aws_sdk_s3::config::Builder::from(config).interceptor(
+        locality_resolve::body_limit::BodyLimit::new("an S3 listing page", S3_LIST_PAGE_MAX_BYTES)
+            .only("ListObjectsV2"),
+    );
+    if path_style(config) {
+        builder = builder.force_path_style(true);
+    }
+    aws_sdk_s3::Client::from_conf(builder.build())
+}
+
 /// `--print-ddl athena`: the table for the flow logs at the one `--flow-logs`, in their format.
 fn print_ddl(args: &AuditArgs, locations: &[Location], out: &mut dyn Write) -> Result<u8, Failure> {
     let ([Location::S3 { bucket, prefix }], [given]) = (locations, args.flow_logs.as_slice()) else {
@@ -478,11 +490,7 @@ fn print_ddl(args: &AuditArgs, locations: &[Location], out: &mut dyn Write) -> R
             let config = runtime
                 .block_on(locality_resolve::aws_error::checked_config())
                 .map_err(|(_, e)| Failure::Error(format!("AWS, for the flow logs' format: {e}")))?;
-            let mut builder = aws_sdk_s3::config::Builder::from(&config);
-            if path_style(&config) {
-                builder = builder.force_path_style(true);
-            }
-            let client = aws_sdk_s3::Client::from_conf(builder.build());
+            let client = s3_client(&config);
             let inputs = runtime
                 .block_on(read::s3_inputs(&client, bucket, prefix, args.max_objects))
                 .map_err(Failure::Error)?;
@@ -679,7 +687,14 @@ async fn athena_figures(
         // (Stable for the days asked for, so that result reuse sees the same query.)
         days.seconds().1 + 86_400,
     );
-    let client = aws_sdk_athena::Client::new(config);
+    let client = aws_sdk_athena::Client::from_conf(
+        aws_sdk_athena::config::Builder::from(config)
+            .interceptor(locality_resolve::body_limit::BodyLimit::new(
+                "an Athena answer",
+                athena_client::ANSWER_MAX_BYTES,
+            ))
+            .build(),
+    );
     let options = athena_client::Options {
         database,
         workgroup: args.athena_workgroup.clone(),

@@ -103,9 +103,46 @@ pub struct Subnet {
     pub zone_id: Option<String>,
 }
 
-/// The subnets, searched by longest prefix.
+/// The subnets, searched by longest prefix: one hash lookup per prefix length in use (a /24 and
+/// a /64 are two lookups, whatever the number of subnets), not a scan of every block.
 #[derive(Debug, Clone, Default)]
-pub struct Subnets(Vec<Subnet>);
+pub struct Subnets {
+    /// Every subnet, most specific first.
+    all: Vec<Subnet>,
+    /// (prefix length, network address) → the first subnet of `all` with that block.
+    by_block: std::collections::HashMap<(u8, IpAddr), usize>,
+    /// The prefix lengths of IPv4 blocks, longest first.
+    v4_lengths: Vec<u8>,
+    /// The prefix lengths of IPv6 blocks, longest first.
+    v6_lengths: Vec<u8>,
+}
+
+/// The longest zone name or zone ID a subnet may give (AWS's are under 30 characters).
+pub const MAX_ZONE_CHARS: usize = 64;
+
+/// The most CIDR blocks one subnet may list (AWS gives an IPv4 block and at most one IPv6 one).
+pub const MAX_BLOCKS_PER_SUBNET: usize = 8;
+
+/// Checks a subnet's zone name, zone ID and number of blocks against their bounds.
+fn check_subnet(zone: &str, zone_id: Option<&str>, blocks: usize) -> Result<(), String> {
+    for (what, value) in [("zone", Some(zone)), ("zone ID", zone_id)] {
+        if let Some(value) = value {
+            if value.chars().count() > MAX_ZONE_CHARS {
+                return Err(format!(
+                    "a subnet's {what} \"{}\" is longer than {MAX_ZONE_CHARS} characters: not an availability zone",
+                    locality_resolve::printable::printable_cut(value, 40)
+                ));
+            }
+        }
+    }
+    if blocks > MAX_BLOCKS_PER_SUBNET {
+        return Err(format!(
+            "a subnet of zone {} lists {blocks} CIDR blocks (at most {MAX_BLOCKS_PER_SUBNET}: an IPv4 block and its IPv6 ones)",
+            locality_resolve::printable::printable_cut(zone, 40)
+        ));
+    }
+    Ok(())
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -143,6 +180,11 @@ impl Subnets {
         })?;
         let mut subnets = Vec::new();
         for s in parsed.subnets {
+            check_subnet(
+                &s.availability_zone,
+                s.availability_zone_id.as_deref(),
+                usize::from(s.cidr_block.is_some()) + s.ipv6_cidr_block_association_set.len(),
+            )?;
             let blocks = s.cidr_block.iter().chain(
                 s.ipv6_cidr_block_association_set
                     .iter()
@@ -168,19 +210,45 @@ impl Subnets {
 
     /// Subnets from a list.
     pub fn new(mut subnets: Vec<Subnet>) -> Subnets {
-        // Longest prefix first: the first match is the most specific.
+        // Longest prefix first: the first match is the most specific (a stable sort: of two
+        // equal blocks, the first given wins).
         subnets.sort_by_key(|s| std::cmp::Reverse(s.block.prefix_len()));
-        Subnets(subnets)
+        let mut by_block = std::collections::HashMap::with_capacity(subnets.len());
+        let (mut v4_lengths, mut v6_lengths) = (Vec::new(), Vec::new());
+        for (at, subnet) in subnets.iter().enumerate() {
+            let length = subnet.block.prefix_len();
+            by_block.entry((length, subnet.block.network())).or_insert(at);
+            let lengths = match subnet.block {
+                IpNet::V4(_) => &mut v4_lengths,
+                IpNet::V6(_) => &mut v6_lengths,
+            };
+            if lengths.last() != Some(&length) {
+                lengths.push(length);
+            }
+        }
+        Subnets {
+            all: subnets,
+            by_block,
+            v4_lengths,
+            v6_lengths,
+        }
     }
 
-    /// The subnet an address is in.
+    /// The subnet an address is in: the most specific block that holds it.
     pub fn find(&self, address: IpAddr) -> Option<&Subnet> {
-        self.0.iter().find(|s| s.block.contains(&address))
+        let lengths = match address {
+            IpAddr::V4(_) => &self.v4_lengths,
+            IpAddr::V6(_) => &self.v6_lengths,
+        };
+        lengths.iter().find_map(|&length| {
+            let network = IpNet::new(address, length).ok()?.network();
+            self.by_block.get(&(length, network)).map(|&at| &self.all[at])
+        })
     }
 
     /// Every subnet, most specific first.
     pub fn all(&self) -> &[Subnet] {
-        &self.0
+        &self.all
     }
 }
 
@@ -192,12 +260,23 @@ pub fn same_zone(subnet: &Subnet, node: &Node) -> bool {
     }
 }
 
+/// The most bytes one DescribeSubnets page's answer may hold (1,000 subnets with their tags and
+/// IPv6 blocks are a few MB).
+pub const SUBNET_PAGE_MAX_BYTES: usize = 16 << 20;
+
 /// Every subnet of the region, through EC2's DescribeSubnets (all pages).
 ///
 /// # Errors
 /// The AWS error's sentence.
 pub async fn describe_subnets(config: &aws_config::SdkConfig) -> Result<Subnets, String> {
-    let client = aws_sdk_ec2::Client::new(config);
+    let client = aws_sdk_ec2::Client::from_conf(
+        aws_sdk_ec2::config::Builder::from(config)
+            .interceptor(locality_resolve::body_limit::BodyLimit::new(
+                "a DescribeSubnets page",
+                SUBNET_PAGE_MAX_BYTES,
+            ))
+            .build(),
+    );
     // The pages end: at most SUBNET_PAGES_MAX of them, never a token given before, and all
     // within SUBNET_DEADLINE (the SDK's paginator stops only on the same token twice in a row,
     // so tokens alternating A/B went on for ever).
@@ -229,6 +308,12 @@ pub async fn describe_subnets(config: &aws_config::SdkConfig) -> Result<Subnets,
         let next = page.next_token.clone().filter(|t| !t.is_empty());
         for s in page.subnets.unwrap_or_default() {
             let zone = s.availability_zone.clone().unwrap_or_default();
+            check_subnet(
+                &zone,
+                s.availability_zone_id.as_deref(),
+                usize::from(s.cidr_block.is_some()) + s.ipv6_cidr_block_association_set().len(),
+            )
+            .map_err(|e| format!("ec2:DescribeSubnets: {e}"))?;
             let blocks = s.cidr_block.iter().cloned().chain(
                 s.ipv6_cidr_block_association_set
                     .unwrap_or_default()
@@ -331,5 +416,61 @@ mod tests {
         assert!(Subnets::from_json("{\"Subnets\": [")
             .unwrap_err()
             .contains("describe-subnets"));
+    }
+
+    /// Issue 61, item 9: 200 k clients against 100 k subnets (before: every client scanned
+    /// every block, 315 s). The lookup by prefix finds what the scan found (sampled), the most
+    /// specific block first, IPv6 included; a zone name past its bound is refused.
+    #[test]
+    fn subnets_are_found_by_prefix_as_the_scan_found_them() {
+        let mut subnets = Vec::new();
+        for n in 0..100_000u32 {
+            let (a, b, c) = (10 + n / 65_536, (n / 256) % 256, n % 256);
+            subnets.push(Subnet {
+                block: format!("{a}.{b}.{c}.0/24").parse().unwrap(),
+                zone: format!("zone-{}", n % 3),
+                zone_id: None,
+            });
+        }
+        subnets.push(Subnet {
+            block: "11.0.0.0/8".parse().unwrap(),
+            zone: "wide".into(),
+            zone_id: None,
+        });
+        subnets.push(Subnet {
+            block: "10.0.5.128/25".parse().unwrap(),
+            zone: "narrow".into(),
+            zone_id: None,
+        });
+        subnets.push(Subnet {
+            block: "2600:1f18::/56".parse().unwrap(),
+            zone: "v6".into(),
+            zone_id: None,
+        });
+        let scan = subnets.clone();
+        let index = Subnets::new(subnets);
+        let clients: Vec<IpAddr> = (0..200_000u32)
+            .map(|n| IpAddr::from([10 + (n % 3) as u8, (n / 7 % 256) as u8, (n % 256) as u8, (n % 200) as u8 + 1]))
+            .collect();
+        let started = std::time::Instant::now();
+        let found = clients.iter().filter(|a| index.find(**a).is_some()).count();
+        eprintln!(
+            "200 k clients against {} subnets by prefix: {:?} ({found} in a subnet)",
+            index.all().len(),
+            started.elapsed()
+        );
+        let mut by_length = scan.clone();
+        by_length.sort_by_key(|s| std::cmp::Reverse(s.block.prefix_len()));
+        for address in clients.iter().step_by(100) {
+            let naive = by_length.iter().find(|s| s.block.contains(address));
+            assert_eq!(index.find(*address), naive, "{address}");
+        }
+        assert_eq!(index.find("10.0.5.200".parse().unwrap()).unwrap().zone, "narrow");
+        assert_eq!(index.find("10.0.5.100".parse().unwrap()).unwrap().zone, "zone-2");
+        assert_eq!(index.find("11.200.200.1".parse().unwrap()).unwrap().zone, "wide");
+        assert_eq!(index.find("2600:1f18::1".parse().unwrap()).unwrap().zone, "v6");
+        assert_eq!(index.find("192.168.0.1".parse().unwrap()), None);
+        let long = format!(r#"{{"Subnets":[{{"CidrBlock":"10.0.0.0/24","AvailabilityZone":"{}"}}]}}"#, "z".repeat(10_000));
+        assert!(Subnets::from_json(&long).unwrap_err().contains("longer than 64 characters"));
     }
 }
