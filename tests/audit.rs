@@ -3331,7 +3331,14 @@ fn an_endless_listing_page_or_subnet_page_is_cut_at_its_bound() {
     let mut env: Vec<(&str, &str)> = ENV.to_vec();
     env.push(("AWS_ENDPOINT_URL", &s3));
     let (code, said, rss) = audit_peak(
-        &["--map", &map, "--subnets", &subnets, "--flow-logs", "s3://flow-logs/AWSLogs/"],
+        &[
+            "--map",
+            &map,
+            "--subnets",
+            &subnets,
+            "--flow-logs",
+            "s3://flow-logs/AWSLogs/",
+        ],
         &env,
     );
     eprintln!(
@@ -3367,4 +3374,100 @@ fn an_endless_listing_page_or_subnet_page_is_cut_at_its_bound() {
         "{said}"
     );
     assert!(rss < 150 << 20, "peak {rss} B");
+}
+
+/// Issue 61, item 9 (`--athena` memory and values): a hostile Athena answer is checked page by
+/// page, never held. 20 M pair rows, each a new client: the audit stops at `--max-clients`
+/// with the file audit's sentence, its memory small (before: every row held until the last
+/// page, about 445 B a row, 4 GiB abort at 20 M); 100 k rows whose values are 64 KiB: refused
+/// at the first, naming the column and the bound (before: the same abort).
+#[test]
+fn a_hostile_athena_answer_is_checked_page_by_page_within_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let logs = dir
+        .path()
+        .join("logs/AWSLogs/123456789012/vpcflowlogs/ap-northeast-1/2026/12/01");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(logs.join("part.log"), format!("{DEFAULT_HEADER}\n")).unwrap();
+    let args = [
+        "--map",
+        &map,
+        "--subnets",
+        &subnets,
+        "--athena",
+        "--since",
+        "2026-12-01",
+        "--until",
+        "2026-12-01",
+    ];
+    let node = REPLICAS[0];
+    let standin = StandIn::start(
+        &dir.path().join("logs"),
+        &["--rows-generate", "20000000", "--rows-node", node],
+    );
+    let env = standin.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut capped = args.to_vec();
+    capped.extend(["--max-clients", "200000"]);
+    let (code, said, rss) = audit_peak(&capped, &env);
+    eprintln!("20 M rows of new clients: exit {code:?}, peak {} MB: {said}", rss >> 20);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("more than 200000 distinct clients in Athena's answer (at row 200001; --max-clients 200000)"),
+        "{said}"
+    );
+    assert!(rss < 200 << 20, "peak {rss} B");
+    drop(standin);
+
+    // 64 KiB values: a page of them is past the answer's bound (16 MiB) ...
+    let standin = StandIn::start(
+        &dir.path().join("logs"),
+        &[
+            "--rows-generate",
+            "100000",
+            "--rows-node",
+            node,
+            "--rows-value-bytes",
+            "65536",
+        ],
+    );
+    let env = standin.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (code, said, rss) = audit_peak(&args, &env);
+    eprintln!("100 k rows of 64 KiB values: exit {code:?}, peak {} MB: {said}", rss >> 20);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("an Athena answer larger than 16777216 bytes"), "{said}");
+    assert!(rss < 200 << 20, "peak {rss} B");
+    drop(standin);
+    // ... and pages of ten rows are refused at the first value past 256 bytes.
+    let standin = StandIn::start(
+        &dir.path().join("logs"),
+        &[
+            "--rows-generate",
+            "100000",
+            "--rows-node",
+            node,
+            "--rows-value-bytes",
+            "65536",
+            "--page-size",
+            "10",
+        ],
+    );
+    let env = standin.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (code, said, rss) = audit_peak(&args, &env);
+    eprintln!(
+        "100 k rows of 64 KiB values: exit {code:?}, peak {} MB: {said}",
+        rss >> 20
+    );
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("Athena's row 1: interface holds 65536 bytes, more than the 256 any value of the answer needs"),
+        "{said}"
+    );
+    assert!(rss < 200 << 20, "peak {rss} B");
 }

@@ -12,7 +12,7 @@ use aws_sdk_athena::types::{
     ResultReuseConfiguration,
 };
 
-use super::athena_rows::{Row, MOST_ROWS};
+use super::athena_rows::MOST_ROWS;
 
 /// The most bytes one Athena answer may hold (a GetQueryResults page is at most 1,000 rows).
 pub const ANSWER_MAX_BYTES: usize = 16 << 20;
@@ -71,11 +71,24 @@ fn is_throttling(code: Option<&str>) -> bool {
 }
 
 /// An SDK error said in one line (its code and message, escaped).
-fn said<E: aws_sdk_athena::error::ProvideErrorMetadata + std::fmt::Display>(call: &str, e: &E) -> String {
+fn said<E: aws_sdk_athena::error::ProvideErrorMetadata + std::error::Error + 'static>(call: &str, e: &E) -> String {
     let text = match (e.code(), e.message()) {
         (Some(code), Some(message)) => format!("{code}: {message}"),
         (Some(code), None) => code.to_string(),
-        _ => e.to_string(),
+        _ => {
+            // No code: the SDK's own error, and what caused it (a body past its bound, a
+            // connection reset), each once.
+            let mut text = e.to_string();
+            let mut next = e.source();
+            while let Some(cause) = next {
+                let more = cause.to_string();
+                if !text.contains(&more) {
+                    text = format!("{text}: {more}");
+                }
+                next = cause.source();
+            }
+            text
+        }
     };
     format!(
         "Athena {call}: {}",
@@ -137,15 +150,18 @@ impl Interrupts {
 /// How long a StopQueryExecution may take before the audit ends without its answer.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs `sql`; the header, the rows and what it cost.
+/// Runs `sql`, hands each row of its answer to `on_row` as its page arrives (the header
+/// first; nothing is held here), and says what it cost.
 ///
 /// # Errors
-/// [`Ended`]: interrupted (the query stopped), or failed with Athena's reason and the query id.
+/// [`Ended`]: interrupted (the query stopped), or failed with Athena's reason, or `on_row`'s,
+/// and the query id.
 pub async fn run(
     client: &aws_sdk_athena::Client,
     sql: &str,
     options: &Options,
-) -> Result<(Vec<Option<String>>, Vec<Row>, QueryCost), Ended> {
+    on_row: &mut dyn FnMut(&[Option<String>]) -> Result<(), String>,
+) -> Result<QueryCost, Ended> {
     let deadline = Instant::now() + options.timeout;
     let mut interrupts = Interrupts::new();
     let token = format!(
@@ -304,8 +320,8 @@ pub async fn run(
             .and_then(|s| s.result_reuse_information.as_ref())
             .is_some_and(|r| r.reused_previous_result),
     };
-    // Every page.
-    let (mut header, mut rows): (Option<Vec<Option<String>>>, Vec<Row>) = (None, Vec::new());
+    // Every page, each row handed on as it comes.
+    let mut rows = 0usize;
     let mut next: Option<String> = None;
     let mut pages = 0u64;
     loop {
@@ -334,19 +350,16 @@ pub async fn run(
         };
         pages += 1;
         for row in out.result_set.and_then(|r| r.rows).unwrap_or_default() {
-            let values: Row = row
+            let values: Vec<Option<String>> = row
                 .data
                 .unwrap_or_default()
                 .into_iter()
                 .map(|d| d.var_char_value)
                 .collect();
-            if header.is_none() {
-                header = Some(values);
-            } else {
-                rows.push(values);
-            }
+            on_row(&values).map_err(|e| Ended::Failed(format!("{e} (query {id})")))?;
+            rows += 1;
         }
-        if rows.len() > MOST_ROWS {
+        if rows > MOST_ROWS + 1 {
             return Err(Ended::Failed(format!("query {id} answered more than {MOST_ROWS} rows")));
         }
         match out.next_token {
@@ -364,8 +377,10 @@ pub async fn run(
             return Err(Ended::Failed(format!("GetQueryResults of query {id} did not end")));
         }
     }
-    let header = header.ok_or_else(|| Ended::Failed(format!("query {id} answered no header row")))?;
-    Ok((header, rows, cost))
+    if rows == 0 {
+        return Err(Ended::Failed(format!("query {id} answered no header row")));
+    }
+    Ok(cost)
 }
 
 #[cfg(test)]

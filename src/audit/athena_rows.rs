@@ -37,36 +37,87 @@ fn number(row: usize, column: &str, value: Option<&str>) -> Result<u64, String> 
         .map_err(|_| format!("Athena's row {row}: {column} \"{}\" is too large", shown(value)))
 }
 
-/// The counts of `rows` (the header first), with `nodes` the map's nodes.
-///
-/// # Errors
-/// A sentence naming the row and the column, or what does not add up.
-pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result<Counts, String> {
-    let names: Vec<&str> = header.iter().map(|h| h.as_deref().unwrap_or("")).collect();
-    if names != PAIRS_COLUMNS {
-        return Err(format!(
-            "Athena's result has the columns [{}], not [{}]: it is not the answer to locality audit's query",
-            names.iter().map(|n| shown(n)).collect::<Vec<_>>().join(", "),
-            PAIRS_COLUMNS.join(", ")
-        ));
+/// The longest value a row may hold (bytes): addresses, numbers, reasons and interface ids are
+/// far shorter; a longer one is refused as the page arrives, never held.
+pub const MAX_VALUE_BYTES: usize = 256;
+
+/// Athena's rows read one at a time, as each page arrives: each row is checked and counted
+/// then dropped, so an answer's memory is its distinct pairs (at most `--max-clients` clients),
+/// never its rows.
+#[derive(Debug)]
+pub struct RowReader {
+    node_of: HashMap<IpAddr, usize>,
+    max_clients: u64,
+    clients: std::collections::HashSet<IpAddr>,
+    rows: usize,
+    pairs: HashMap<(usize, IpAddr), Counted>,
+    counted_records: u64,
+    left_out: LeftOut,
+    seen_reasons: Vec<String>,
+    total: Option<u64>,
+    window: Option<Option<(u64, u64)>>,
+    between_nodes_bytes: Option<u64>,
+    client_end_only_bytes: Option<u64>,
+}
+
+impl RowReader {
+    /// A reader of the answer whose first row is `header`, with `nodes` the map's nodes and at
+    /// most `max_clients` distinct clients (`--max-clients`).
+    ///
+    /// # Errors
+    /// The header is not [`PAIRS_COLUMNS`].
+    pub fn new(header: &[Option<String>], nodes: &[Node], max_clients: u64) -> Result<RowReader, String> {
+        let names: Vec<&str> = header.iter().map(|h| h.as_deref().unwrap_or("")).collect();
+        if names != PAIRS_COLUMNS {
+            return Err(format!(
+                "Athena's result has the columns [{}], not [{}]: it is not the answer to locality audit's query",
+                names.iter().map(|n| shown(n)).collect::<Vec<_>>().join(", "),
+                PAIRS_COLUMNS.join(", ")
+            ));
+        }
+        Ok(RowReader {
+            node_of: nodes.iter().enumerate().map(|(i, n)| (n.address, i)).collect(),
+            max_clients,
+            clients: std::collections::HashSet::new(),
+            rows: 0,
+            pairs: HashMap::new(),
+            counted_records: 0,
+            left_out: LeftOut::default(),
+            seen_reasons: Vec::new(),
+            total: None,
+            window: None,
+            between_nodes_bytes: None,
+            client_end_only_bytes: None,
+        })
     }
-    if rows.len() > MOST_ROWS {
-        return Err(format!("Athena's result has more than {MOST_ROWS} rows"));
-    }
-    let node_of: HashMap<IpAddr, usize> = nodes.iter().enumerate().map(|(i, n)| (n.address, i)).collect();
-    let mut pairs: HashMap<(usize, IpAddr), Counted> = HashMap::new();
-    let mut counted_records = 0u64;
-    let mut left_out = LeftOut::default();
-    let mut seen_reasons: Vec<String> = Vec::new();
-    let (mut total, mut window, mut between_nodes_bytes) = (None, None, None);
-    let mut client_end_only_bytes = None;
-    for (index, row) in rows.iter().enumerate() {
-        let at = index + 1;
+
+    /// The next row, checked and counted.
+    ///
+    /// # Errors
+    /// A sentence naming the row and the column.
+    pub fn add(&mut self, row: &[Option<String>]) -> Result<(), String> {
+        self.rows += 1;
+        let at = self.rows;
+        if at > MOST_ROWS {
+            return Err(format!("Athena's result has more than {MOST_ROWS} rows"));
+        }
         if row.len() != PAIRS_COLUMNS.len() {
             return Err(format!(
                 "Athena's row {at} has {} values, not {}",
                 row.len(),
                 PAIRS_COLUMNS.len()
+            ));
+        }
+        if let Some((column, long)) = row
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| v.as_deref().filter(|v| v.len() > MAX_VALUE_BYTES).map(|v| (i, v)))
+        {
+            return Err(format!(
+                "Athena's row {at}: {} holds {} bytes, more than the {MAX_VALUE_BYTES} any value of the answer needs (\"{}\")",
+                PAIRS_COLUMNS[column],
+                long.len(),
+                shown(long)
             ));
         }
         let value = |column: usize| row[column].as_deref();
@@ -84,11 +135,18 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                     })
                 };
                 let (node_address, client) = (address(1)?, address(2)?);
-                let node = *node_of
+                let node = *self
+                    .node_of
                     .get(&node_address)
                     .ok_or_else(|| format!("Athena's row {at}: name {node_address} is not a node of the map"))?;
-                if node_of.contains_key(&client) {
+                if self.node_of.contains_key(&client) {
                     return Err(format!("Athena's row {at}: detail {client} is a node, not a client"));
+                }
+                if self.clients.insert(client) && self.clients.len() as u64 > self.max_clients {
+                    return Err(format!(
+                        "more than {} distinct clients in Athena's answer (at row {at}; --max-clients {}): narrow the days (--since/--until), or raise --max-clients",
+                        self.max_clients, self.max_clients
+                    ));
                 }
                 let bytes = number(at, "bytes", value(3))?;
                 let records = number(at, "records", value(4))?;
@@ -104,8 +162,9 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                         ))
                     }
                 };
-                counted_records = counted_records.saturating_add(records);
-                if pairs
+                self.counted_records = self.counted_records.saturating_add(records);
+                if self
+                    .pairs
                     .insert(
                         (node, client),
                         Counted {
@@ -122,96 +181,128 @@ pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result
                     ));
                 }
             }
-            "left_out" => {
-                let reason = value(1).unwrap_or("");
-                let records = number(at, "records", value(4))?;
-                let slot = match reason {
-                    "unparsed" => &mut left_out.unparsed_lines,
-                    "no_data" => &mut left_out.no_data,
-                    "rejected" => &mut left_out.rejected,
-                    "impossible" => &mut left_out.impossible,
-                    "outside_window" => &mut left_out.outside_window,
-                    "other_end" => &mut left_out.other_end,
-                    "between_nodes" => &mut left_out.between_nodes,
-                    "no_node" => &mut left_out.no_node,
-                    other => {
-                        return Err(format!(
-                            "Athena's row {at}: name \"{}\" is not a reason a record is left out",
-                            shown(other)
-                        ))
-                    }
-                };
-                if seen_reasons.iter().any(|r| r == reason) {
-                    return Err(format!("Athena's row {at}: the reason {reason} comes twice"));
-                }
-                seen_reasons.push(reason.to_string());
-                *slot = records;
-            }
-            "between_nodes" => {
-                if between_nodes_bytes.replace(number(at, "bytes", value(3))?).is_some() {
-                    return Err(format!("Athena's row {at}: between_nodes comes twice"));
-                }
-            }
-            "client_end_only" => {
-                if client_end_only_bytes.replace(number(at, "bytes", value(3))?).is_some() {
-                    return Err(format!("Athena's row {at}: client_end_only comes twice"));
-                }
-            }
-            "window" => {
-                if window.is_some() {
-                    return Err(format!("Athena's row {at}: window comes twice"));
-                }
-                window = Some(match (value(3), value(4)) {
-                    (None, None) => None,
-                    (start, end) => {
-                        let (start, end) = (number(at, "bytes", start)?, number(at, "records", end)?);
-                        if end < start {
+                "left_out" => {
+                    let reason = value(1).unwrap_or("");
+                    let records = number(at, "records", value(4))?;
+                    let slot = match reason {
+                        "unparsed" => &mut self.left_out.unparsed_lines,
+                        "no_data" => &mut self.left_out.no_data,
+                        "rejected" => &mut self.left_out.rejected,
+                        "impossible" => &mut self.left_out.impossible,
+                        "outside_window" => &mut self.left_out.outside_window,
+                        "other_end" => &mut self.left_out.other_end,
+                        "between_nodes" => &mut self.left_out.between_nodes,
+                        "no_node" => &mut self.left_out.no_node,
+                        other => {
                             return Err(format!(
-                                "Athena's row {at}: the window ends ({end}) before it starts ({start})"
-                            ));
+                                "Athena's row {at}: name \"{}\" is not a reason a record is left out",
+                                shown(other)
+                            ))
                         }
-                        Some((start, end))
+                    };
+                    if self.seen_reasons.iter().any(|r| r == reason) {
+                        return Err(format!("Athena's row {at}: the reason {reason} comes twice"));
                     }
-                });
-            }
-            "records" => {
-                if total.replace(number(at, "records", value(4))?).is_some() {
-                    return Err(format!("Athena's row {at}: records comes twice"));
+                    self.seen_reasons.push(reason.to_string());
+                    *slot = records;
+                }
+                "between_nodes" => {
+                    if self.between_nodes_bytes.replace(number(at, "bytes", value(3))?).is_some() {
+                        return Err(format!("Athena's row {at}: between_nodes comes twice"));
+                    }
+                }
+                "client_end_only" => {
+                    if self.client_end_only_bytes.replace(number(at, "bytes", value(3))?).is_some() {
+                        return Err(format!("Athena's row {at}: client_end_only comes twice"));
+                    }
+                }
+                "window" => {
+                    if self.window.is_some() {
+                        return Err(format!("Athena's row {at}: window comes twice"));
+                    }
+                    self.window = Some(match (value(3), value(4)) {
+                        (None, None) => None,
+                        (start, end) => {
+                            let (start, end) = (number(at, "bytes", start)?, number(at, "records", end)?);
+                            if end < start {
+                                return Err(format!(
+                                    "Athena's row {at}: the window ends ({end}) before it starts ({start})"
+                                ));
+                            }
+                            Some((start, end))
+                        }
+                    });
+                }
+                "records" => {
+                    if self.total.replace(number(at, "records", value(4))?).is_some() {
+                        return Err(format!("Athena's row {at}: records comes twice"));
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "Athena's row {at}: kind \"{}\" is not pair, left_out, between_nodes, client_end_only, window or records",
+                        shown(other)
+                    ))
                 }
             }
-            other => {
-                return Err(format!(
-                    "Athena's row {at}: kind \"{}\" is not pair, left_out, between_nodes, client_end_only, window or records",
-                    shown(other)
-                ))
-            }
-        }
+        Ok(())
     }
-    let total = total.ok_or("Athena's result has no records row: it is not the answer to locality audit's query")?;
-    let window = window.ok_or("Athena's result has no window row: it is not the answer to locality audit's query")?;
-    let accounted = counted_records.saturating_add(left_out.total());
-    if accounted != total {
-        return Err(format!(
-            "Athena's rows do not add up: {total} records read, but {counted_records} counted and {} left out",
-            left_out.total()
-        ));
-    }
-    let mut pairs: Vec<Counted> = pairs.into_values().filter(|c| c.bytes > 0).collect();
-    pairs.sort_by_key(|c| (c.client, c.node));
-    Ok(Counts {
-        count: Count {
+
+    /// The counts, once every row was read.
+    ///
+    /// # Errors
+    /// What is missing, or what does not add up.
+    pub fn finish(self) -> Result<Counts, String> {
+        let RowReader {
             pairs,
-            records: counted_records,
-            other_end: left_out.other_end,
-            client_end_only_bytes: client_end_only_bytes.unwrap_or(0),
-        },
-        // Records are the lines that parsed; those Athena could tell were malformed are not.
-        records: total.saturating_sub(left_out.unparsed_lines),
-        left_out,
-        first_skipped: None,
-        between_nodes_bytes: between_nodes_bytes.unwrap_or(0),
-        window,
-    })
+            counted_records,
+            left_out,
+            total,
+            window,
+            between_nodes_bytes,
+            client_end_only_bytes,
+            ..
+        } = self;
+        let total =
+            total.ok_or("Athena's result has no records row: it is not the answer to locality audit's query")?;
+        let window =
+            window.ok_or("Athena's result has no window row: it is not the answer to locality audit's query")?;
+        let accounted = counted_records.saturating_add(left_out.total());
+        if accounted != total {
+            return Err(format!(
+                "Athena's rows do not add up: {total} records read, but {counted_records} counted and {} left out",
+                left_out.total()
+            ));
+        }
+        let mut pairs: Vec<Counted> = pairs.into_values().filter(|c| c.bytes > 0).collect();
+        pairs.sort_by_key(|c| (c.client, c.node));
+        Ok(Counts {
+            count: Count {
+                pairs,
+                records: counted_records,
+                other_end: left_out.other_end,
+                client_end_only_bytes: client_end_only_bytes.unwrap_or(0),
+            },
+            // Records are the lines that parsed; those Athena could tell were malformed are not.
+            records: total.saturating_sub(left_out.unparsed_lines),
+            left_out,
+            first_skipped: None,
+            between_nodes_bytes: between_nodes_bytes.unwrap_or(0),
+            window,
+        })
+    }
+}
+
+/// The counts of `rows` (the header first), with `nodes` the map's nodes.
+///
+/// # Errors
+/// A sentence naming the row and the column, or what does not add up.
+pub fn counts(header: &[Option<String>], rows: &[Row], nodes: &[Node]) -> Result<Counts, String> {
+    let mut reader = RowReader::new(header, nodes, u64::MAX)?;
+    for row in rows {
+        reader.add(row)?;
+    }
+    reader.finish()
 }
 
 #[cfg(test)]

@@ -712,13 +712,24 @@ async fn athena_figures(
         args.table,
         args.athena_workgroup
     );
-    let (header, rows, cost) = athena_client::run(&client, &sql, &options)
+    // Each row checked and counted as its page arrives (the header makes the reader).
+    let mut reader: Option<athena_rows::RowReader> = None;
+    let mut on_row = |row: &[Option<String>]| match &mut reader {
+        Some(reader) => reader.add(row),
+        None => {
+            reader = Some(athena_rows::RowReader::new(row, nodes, args.max_clients)?);
+            Ok(())
+        }
+    };
+    let cost = athena_client::run(&client, &sql, &options, &mut on_row)
         .await
         .map_err(|ended| match ended {
             athena_client::Ended::Interrupted(why) => Failure::Interrupted(why),
             athena_client::Ended::Failed(why) => Failure::Error(why),
         })?;
-    let counts = athena_rows::counts(&header, &rows, nodes)
+    let counts = reader
+        .ok_or_else(|| Failure::Error(format!("query {} answered no header row", cost.query_execution_id)))?
+        .finish()
         .map_err(|e| Failure::Error(format!("{e} (query {})", cost.query_execution_id)))?;
     let mut figures = Figures::from_counts(&counts, nodes, subnets, args.price_per_gb);
     figures.unparsed_lines_known = false;

@@ -450,7 +450,14 @@ mod tests {
         let scan = subnets.clone();
         let index = Subnets::new(subnets);
         let clients: Vec<IpAddr> = (0..200_000u32)
-            .map(|n| IpAddr::from([10 + (n % 3) as u8, (n / 7 % 256) as u8, (n % 256) as u8, (n % 200) as u8 + 1]))
+            .map(|n| {
+                IpAddr::from([
+                    10 + (n % 3) as u8,
+                    (n / 7 % 256) as u8,
+                    (n % 256) as u8,
+                    (n % 200) as u8 + 1,
+                ])
+            })
             .collect();
         let started = std::time::Instant::now();
         let found = clients.iter().filter(|a| index.find(**a).is_some()).count();
@@ -470,7 +477,12 @@ mod tests {
         assert_eq!(index.find("11.200.200.1".parse().unwrap()).unwrap().zone, "wide");
         assert_eq!(index.find("2600:1f18::1".parse().unwrap()).unwrap().zone, "v6");
         assert_eq!(index.find("192.168.0.1".parse().unwrap()), None);
-        let long = format!(r#"{{"Subnets":[{{"CidrBlock":"10.0.0.0/24","AvailabilityZone":"{}"}}]}}"#, "z".repeat(10_000));
-        assert!(Subnets::from_json(&long).unwrap_err().contains("longer than 64 characters"));
+        let long = format!(
+            r#"{{"Subnets":[{{"CidrBlock":"10.0.0.0/24","AvailabilityZone":"{}"}}]}}"#,
+            "z".repeat(10_000)
+        );
+        assert!(Subnets::from_json(&long)
+            .unwrap_err()
+            .contains("longer than 64 characters"));
     }
 }
