@@ -150,6 +150,9 @@ impl Interrupts {
 /// How long a StopQueryExecution may take before the audit ends without its answer.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What takes each row of an answer (each value, `None` for SQL NULL), the header first.
+pub type OnRow<'a> = dyn FnMut(&[Option<String>]) -> Result<(), String> + 'a;
+
 /// Runs `sql`, hands each row of its answer to `on_row` as its page arrives (the header
 /// first; nothing is held here), and says what it cost.
 ///
@@ -160,7 +163,7 @@ pub async fn run(
     client: &aws_sdk_athena::Client,
     sql: &str,
     options: &Options,
-    on_row: &mut dyn FnMut(&[Option<String>]) -> Result<(), String>,
+    on_row: &mut OnRow<'_>,
 ) -> Result<QueryCost, Ended> {
     let deadline = Instant::now() + options.timeout;
     let mut interrupts = Interrupts::new();
