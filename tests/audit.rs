@@ -3438,7 +3438,10 @@ fn a_hostile_athena_answer_is_checked_page_by_page_within_bounds() {
     let env = standin.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let (code, said, rss) = audit_peak(&args, &env);
-    eprintln!("100 k rows of 64 KiB values: exit {code:?}, peak {} MB: {said}", rss >> 20);
+    eprintln!(
+        "100 k rows of 64 KiB values: exit {code:?}, peak {} MB: {said}",
+        rss >> 20
+    );
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("an Athena answer larger than 16777216 bytes"), "{said}");
     assert!(rss < 200 << 20, "peak {rss} B");

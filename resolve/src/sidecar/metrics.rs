@@ -316,6 +316,10 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// The largest request head read (bytes; hyper's smallest buffer is 8 KiB): a longer one is
 /// answered 431 and the connection closed.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// The most requests one connection is answered (pipelined or kept alive); the last is
+/// answered `Connection: close`. A scraper asks once a scrape interval, so it reconnects after
+/// hours; a client pipelining requests reconnects at once, behind the scrapes.
+pub const MAX_REQUESTS_PER_CONNECTION: usize = 100;
 /// How long a request head may take to arrive, idle keep-alive time included (a scraper sends
 /// its request at once, and Prometheus reconnects for its next scrape).
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
@@ -327,11 +331,13 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// How often the same accept error is said again while it lasts.
 const ACCEPT_ERROR_REPEAT: Duration = Duration::from_secs(60);
 
-/// The metrics listener: answers `GET /metrics` until dropped. One thread (a one-thread tokio
-/// runtime) whatever the load: at most [`MAX_CONNECTIONS`] connections (a new one closes the
-/// one idle longest), each with a request head of at most [`MAX_HEAD_BYTES`] that arrives within
-/// [`HEAD_TIMEOUT`], and none older than [`CONNECTION_LIFETIME`]; accept errors (out of
-/// descriptors) pause it, never end it.
+/// The metrics listener: answers `GET /metrics` until dropped. Two threads whatever the load
+/// (one-thread tokio runtimes): one accepts, whatever the connections do, the other answers
+/// them, one request per connection per turn and at most [`MAX_REQUESTS_PER_CONNECTION`] on a
+/// connection; at most [`MAX_CONNECTIONS`] connections (a new one closes the one idle longest),
+/// each with a request head of at most [`MAX_HEAD_BYTES`] that arrives within [`HEAD_TIMEOUT`],
+/// and none older than [`CONNECTION_LIFETIME`]; accept errors (out of descriptors) pause it,
+/// never end it.
 pub struct Listener {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -355,14 +361,34 @@ pub fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<Listener, String
     let listener = opened.map_err(|e| {
         format!("the metrics listener {addr} cannot be opened ({e}); pass --metrics ADDR:PORT or --metrics off")
     })?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("the metrics listener cannot start ({e})"))?;
+    // Two one-thread runtimes: one accepts and nothing else, so that connections, however busy
+    // (pipelined requests), never keep a scrape's connection in the kernel's backlog; the other
+    // serves the connections.
+    let runtime = |what: &str| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("the metrics listener cannot start its {what} ({e})"))
+    };
+    let (accepting, serving) = (runtime("accept loop")?, runtime("connections")?);
     let (stop, stopped) = tokio::sync::oneshot::channel();
-    let thread = std::thread::Builder::new()
+    let (serving_stop, serving_stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = serving.handle().clone();
+    let server = std::thread::Builder::new()
         .name("metrics".into())
-        .spawn(move || runtime.block_on(accept_loop(listener, metrics, stopped)))
+        .spawn(move || {
+            serving.block_on(async {
+                let _ = serving_stopped.await;
+            });
+        })
+        .map_err(|e| format!("the metrics listener cannot start a thread ({e})"))?;
+    let thread = std::thread::Builder::new()
+        .name("metrics-accept".into())
+        .spawn(move || {
+            accepting.block_on(accept_loop(listener, metrics, stopped, handle));
+            let _ = serving_stop.send(());
+            let _ = server.join();
+        })
         .map_err(|e| format!("the metrics listener cannot start a thread ({e})"))?;
     Ok(Listener {
         stop: Some(stop),
@@ -379,28 +405,58 @@ struct Held {
 struct Connection {
     /// When it was accepted or last answered; `None` while a request is being answered.
     idle_since: Option<Instant>,
+    /// Requests it was answered.
+    answered: usize,
     /// Dropped to close the connection (its task ends when the sender goes).
     _close: tokio::sync::oneshot::Sender<()>,
 }
 
+/// How long a new or just-answered connection is spared by [`Held::make_room`] while others
+/// can go: a scrape's request arrives with its connection, and is answered within it.
+const SPARED_FOR: Duration = Duration::from_millis(1500);
+
 impl Held {
-    /// Makes room for one more: closes the connection idle longest (else, every one being
-    /// answered, the one that started answering first). Whether one was closed.
+    /// Makes room for one more: closes, first, the connection idle longest past
+    /// [`SPARED_FOR`]; else the one answered the most requests (a client pipelining requests:
+    /// it reconnects behind the scrapes); else the one idle longest. Whether one was closed.
     fn make_room(&mut self) -> bool {
         if self.connections.len() < MAX_CONNECTIONS {
             return false;
         }
-        let oldest = self
+        let now = Instant::now();
+        let stale = self
             .connections
             .iter()
-            .min_by_key(|(id, c)| (c.idle_since.is_none(), c.idle_since, **id))
-            .map(|(id, _)| *id);
-        oldest.is_some_and(|id| self.connections.remove(&id).is_some())
+            .filter_map(|(id, c)| {
+                c.idle_since
+                    .filter(|since| now.duration_since(*since) >= SPARED_FOR)
+                    .map(|since| (since, *id))
+            })
+            .min()
+            .map(|(_, id)| id);
+        let busiest = || {
+            self.connections
+                .iter()
+                .filter(|(_, c)| c.answered > 1)
+                .max_by_key(|(id, c)| (c.answered, std::cmp::Reverse(**id)))
+                .map(|(id, _)| *id)
+        };
+        let oldest = || {
+            self.connections
+                .iter()
+                .min_by_key(|(id, c)| (c.idle_since.is_none(), c.idle_since, **id))
+                .map(|(id, _)| *id)
+        };
+        let chosen = stale.or_else(busiest).or_else(oldest);
+        chosen.is_some_and(|id| self.connections.remove(&id).is_some())
     }
 
     fn set_idle(&mut self, id: u64, idle: bool) {
         if let Some(connection) = self.connections.get_mut(&id) {
             connection.idle_since = idle.then(Instant::now);
+            if !idle {
+                connection.answered += 1;
+            }
         }
     }
 }
@@ -414,6 +470,7 @@ async fn accept_loop(
     listener: std::net::TcpListener,
     metrics: Arc<Metrics>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
+    serving: tokio::runtime::Handle,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(listener) => listener,
@@ -455,20 +512,41 @@ async fn accept_loop(
                 id,
                 Connection {
                     idle_since: Some(Instant::now()),
+                    answered: 0,
                     _close: close,
                 },
             );
             made_room
         };
         let (metrics, held) = (Arc::clone(&metrics), Arc::clone(&held));
-        tokio::spawn(async move {
+        // (A tokio stream belongs to the runtime that drives it: made on the serving one.)
+        let Ok(stream) = stream.into_std() else { continue };
+        serving.spawn(async move {
+            let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+                lock(&held).connections.remove(&id);
+                return;
+            };
             let service = {
                 let held = Arc::clone(&held);
+                let answered = std::sync::atomic::AtomicUsize::new(0);
                 hyper::service::service_fn(move |request| {
                     lock(&held).set_idle(id, false);
-                    let response = answer(&request, &metrics);
+                    let count = answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    let mut response = answer(&request, &metrics);
+                    if count >= MAX_REQUESTS_PER_CONNECTION {
+                        // Its last: hyper closes the connection after it.
+                        response.headers_mut().insert(
+                            hyper::header::CONNECTION,
+                            hyper::header::HeaderValue::from_static("close"),
+                        );
+                    }
                     lock(&held).set_idle(id, true);
-                    async move { Ok::<_, std::convert::Infallible>(response) }
+                    async move {
+                        // One request per turn: pipelined requests wait behind every other
+                        // connection's, a scrape's included.
+                        tokio::task::yield_now().await;
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
                 })
             };
             let connection = hyper::server::conn::http1::Builder::new()
