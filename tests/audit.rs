@@ -3474,3 +3474,61 @@ fn a_hostile_athena_answer_is_checked_page_by_page_within_bounds() {
     );
     assert!(rss < 200 << 20, "peak {rss} B");
 }
+
+/// Issue 61, item 9 (the tally's bound is per entry): one client and one node with 800 k
+/// distinct windows, in 8 files read by 8 threads. Before, the cap counted clients (one here)
+/// and applied per reader thread: a few such files reached 743 MB and 60 M windows aborted at
+/// 4 GiB without a sentence. Now the entries the 8 tallies hold together are bounded
+/// (`--max-entries`): at 200,000 the audit stops with the sentence, its peak small; under the
+/// default bound the same records are counted.
+#[test]
+fn the_tallys_entries_are_bounded_across_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("map.json"), map_json()).unwrap();
+    std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    for file in 0..8u64 {
+        let mut text = format!("{DEFAULT_HEADER}\n");
+        for n in 0..100_000u64 {
+            // Each record its own second: a distinct window of the one pair.
+            let start = 1_796_083_200 + file * 100_000 + n;
+            text.push_str(&format!(
+                "2 123456789012 eni-1 10.0.1.100 {} 40000 6379 6 1 100 {start} {start} ACCEPT OK\n",
+                REPLICAS[0]
+            ));
+        }
+        std::fs::write(logs.join(format!("part{file}.log")), text).unwrap();
+    }
+    let map = dir.path().join("map.json").display().to_string();
+    let subnets = dir.path().join("subnets.json").display().to_string();
+    let logs = logs.display().to_string();
+    let base = [
+        "--map",
+        &map,
+        "--subnets",
+        &subnets,
+        "--flow-logs",
+        &logs,
+        "--threads",
+        "8",
+        "--format",
+        "json",
+    ];
+    let mut bounded = base.to_vec();
+    bounded.extend(["--max-entries", "200000", "--max-clients", "1"]);
+    let (code, said, rss) = audit_peak(&bounded, &[]);
+    eprintln!(
+        "800 k windows of one pair, --max-entries 200000: exit {code:?}, peak {} MB: {said}",
+        rss >> 20
+    );
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("more than 200000 entries held for the records") && said.contains("--max-entries 200000"),
+        "{said}"
+    );
+    assert!(rss < 200 << 20, "peak {rss} B");
+    let (code, said, rss) = audit_peak(&base, &[]);
+    eprintln!("the same under the default bound: exit {code:?}, peak {} MB", rss >> 20);
+    assert_eq!(code, Some(0), "{said}");
+}

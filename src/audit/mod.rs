@@ -153,6 +153,11 @@ pub struct AuditArgs {
     /// fleets: --athena.
     #[arg(long = "max-clients", value_name = "N", default_value_t = tally::DEFAULT_MAX_CLIENTS, value_parser = clap::value_parser!(u64).range(1..))]
     max_clients: u64,
+    /// The most entries the audit holds for the records, its reader threads together (48
+    /// bytes each, spare room included; an entry is a distinct client, node, window and
+    /// interface): past it the audit stops with a sentence.
+    #[arg(long = "max-entries", value_name = "N", default_value_t = tally::DEFAULT_MAX_ENTRIES, value_parser = clap::value_parser!(u64).range(4096..))]
+    max_entries: u64,
     /// How many files or objects are read at once (default: the number of cores).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -436,6 +441,7 @@ fn file_figures(
         days: days.map(|d| d.seconds()),
         max_lines: args.max_lines_per_file,
         max_clients: args.max_clients,
+        max_entries: args.max_entries,
     };
     let tally = read::read_all(&inputs, &reading).map_err(Failure::Error);
     if let Some(bar) = &bar {

@@ -262,6 +262,8 @@ pub struct Reading<'a> {
     pub max_lines: u64,
     /// The most distinct clients (and interface ids) held (`--max-clients`).
     pub max_clients: u64,
+    /// The most entries the tallies hold together (`--max-entries`).
+    pub max_entries: u64,
 }
 
 /// The longest line kept (64 KiB; a record is a few hundred bytes, a header line a few
@@ -316,10 +318,15 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let results: Mutex<Vec<Result<Tally, String>>> = Mutex::new(Vec::new());
+    // One bound on what every reader's tally holds, together.
+    let budget = super::tally::EntryBudget::new(reading.max_entries);
     std::thread::scope(|scope| {
         for _ in 0..reading.threads.clamp(1, inputs.len().max(1)) {
             scope.spawn(|| {
-                let mut tally = Tally::now().within(reading.days).holding(reading.max_clients);
+                let mut tally = Tally::now()
+                    .within(reading.days)
+                    .holding(reading.max_clients)
+                    .sharing(&budget);
                 loop {
                     let at = next.fetch_add(1, Ordering::SeqCst);
                     if at >= inputs.len() || failed.load(Ordering::SeqCst) {
@@ -335,7 +342,10 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
             });
         }
     });
-    let mut total = Tally::now().within(reading.days).holding(reading.max_clients);
+    let mut total = Tally::now()
+        .within(reading.days)
+        .holding(reading.max_clients)
+        .sharing(&budget);
     for result in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
         total.merge(result?);
         if let Some(too_many) = total.too_many() {

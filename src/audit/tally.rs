@@ -258,7 +258,59 @@ impl Interfaces {
     }
 }
 
-/// More distinct clients or interface ids than `--max-clients`: what the tally stopped at.
+/// The default of `--max-entries`: the entries the tallies of one audit hold together, lists'
+/// spare room included (48 bytes each: 768 MB).
+pub const DEFAULT_MAX_ENTRIES: u64 = 16_000_000;
+
+/// What the tallies of one audit may hold together, in entries of their lists (`--max-entries`),
+/// shared by the reader threads: a list grows only when the room it takes fits, and once one
+/// tally is refused every other stops holding too (so 8 threads stop at the bound, not at 8
+/// times it).
+#[derive(Debug)]
+pub struct EntryBudget {
+    held: std::sync::atomic::AtomicU64,
+    max: u64,
+    tripped: std::sync::atomic::AtomicBool,
+}
+
+impl EntryBudget {
+    /// A budget of `max` entries.
+    pub fn new(max: u64) -> Arc<EntryBudget> {
+        Arc::new(EntryBudget {
+            held: std::sync::atomic::AtomicU64::new(0),
+            max,
+            tripped: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Takes `extra` entries of room; `Err` (the total it would have made) past the bound.
+    fn take(&self, extra: u64) -> Result<(), u64> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let total = self.held.fetch_add(extra, SeqCst).saturating_add(extra);
+        if total > self.max {
+            self.held.fetch_sub(extra, SeqCst);
+            self.tripped.store(true, SeqCst);
+            return Err(total);
+        }
+        Ok(())
+    }
+
+    /// Gives back `entries` of room.
+    fn give_back(&self, entries: u64) {
+        let _ = self.held.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |held| Some(held.saturating_sub(entries)),
+        );
+    }
+
+    fn tripped(&self) -> bool {
+        self.tripped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// More distinct clients or interface ids than `--max-clients`, or more entries than
+/// `--max-entries`: what the tally stopped at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooMany {
     /// `clients` or `interface ids`.
@@ -272,6 +324,14 @@ pub struct TooMany {
 impl TooMany {
     /// The sentence: the cap, and what to do.
     pub fn said(&self) -> String {
+        if self.what == ENTRIES {
+            return format!(
+                "more than {} entries held for the records ({} asked for when the audit stopped; --max-entries {}): \
+                 each distinct client, node, window and interface takes 48 bytes (a record that repeats one takes none); \
+                 run the audit in Athena (--athena), narrow the records (--since/--until, a day's prefix), or raise --max-entries",
+                self.cap, self.seen, self.cap
+            );
+        }
         format!(
             "more than {} distinct {} in the records ({} seen when the audit stopped; --max-clients {}): \
              one machine's memory holds about 300 bytes for each; run the audit in Athena (--athena), \
@@ -280,6 +340,9 @@ impl TooMany {
         )
     }
 }
+
+/// [`TooMany::what`] for the entries' bound.
+const ENTRIES: &str = "entries";
 
 /// Where the first line that did not parse is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -374,6 +437,10 @@ pub struct Tally {
     max_clients: u64,
     /// Set when they went past it: nothing more is held.
     too_many: Option<TooMany>,
+    /// The room of all the audit's tallies, shared (`--max-entries`); `None`: unbounded.
+    budget: Option<Arc<EntryBudget>>,
+    /// The room of `entries` taken from `budget`.
+    accounted: u64,
     /// The file and line this tally read last (set at the end of each file): where a cap passed
     /// only once the readers' tallies are merged is said.
     pub last_read: Option<(String, u64)>,
@@ -402,6 +469,8 @@ impl Default for Tally {
             compacted: true,
             max_clients: DEFAULT_MAX_CLIENTS,
             too_many: None,
+            budget: None,
+            accounted: 0,
             last_read: None,
             records: 0,
             left_out: LeftOut::default(),
@@ -487,6 +556,42 @@ impl Tally {
         self
     }
 
+    /// The same, its lists' room taken from `budget` (shared by the audit's tallies).
+    pub fn sharing(mut self, budget: &Arc<EntryBudget>) -> Tally {
+        self.budget = Some(Arc::clone(budget));
+        self
+    }
+
+    /// Takes the room of `capacity` entries (the list's new capacity) from the budget:
+    /// `false`, and the tally stops holding, when it does not fit or another tally was refused.
+    fn room_for(&mut self, capacity: usize) -> bool {
+        let Some(budget) = &self.budget else {
+            return true;
+        };
+        let extra = (capacity as u64).saturating_sub(self.accounted);
+        let refused = if budget.tripped() {
+            Some(
+                budget
+                    .held
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    .saturating_add(extra),
+            )
+        } else {
+            budget.take(extra).err()
+        };
+        if let Some(total) = refused {
+            let cap = budget.max;
+            self.too_many.get_or_insert(TooMany {
+                what: ENTRIES,
+                seen: total,
+                cap,
+            });
+            return false;
+        }
+        self.accounted += extra;
+        true
+    }
+
     /// Whether the records went past `--max-clients` (then nothing more is held, and the
     /// figures would be wrong: the audit stops with [`TooMany::said`]).
     pub fn too_many(&self) -> Option<TooMany> {
@@ -567,7 +672,7 @@ impl Tally {
             (None, Some(node)) => (node, flow.srcaddr, true),
             (Some(node), None) => (node, flow.dstaddr, false),
         };
-        if self.too_many.is_some() {
+        if self.too_many.is_some() || (self.budget.as_ref().is_some_and(|b| b.tripped()) && !self.room_for(0)) {
             return;
         }
         let interface = match flow.interface_id {
@@ -621,8 +726,14 @@ impl Tally {
             // between two compactions as there are distinct entries.
             let (len, capacity) = (self.entries.len(), self.entries.capacity());
             if len.saturating_mul(2) > capacity {
+                if !self.room_for(capacity + capacity / 2 + 1) {
+                    return;
+                }
                 self.entries.reserve_exact(capacity / 2 + 1);
             }
+        } else if self.entries.len() == self.entries.capacity() && !self.room_for((self.entries.capacity() * 2).max(4))
+        {
+            return;
         }
         self.entries.push(entry);
         self.compacted = false;
@@ -687,11 +798,26 @@ impl Tally {
                 entry.interface = renumber.get(entry.interface as usize).copied().unwrap_or(NO_INTERFACE);
             }
         }
+        // The other's room comes with its entries (kept as they are, or given back once copied).
+        let other_accounted = other.accounted;
         if self.entries.is_empty() {
+            if let Some(budget) = &self.budget {
+                budget.give_back(self.accounted);
+            }
+            self.accounted = other_accounted;
             self.entries = entries;
         } else {
+            let needed = self.entries.len() + entries.len();
+            if needed > self.entries.capacity() {
+                // (Past the bound: the entries are merged still, and the audit stops with the
+                // sentence; the room is not refused here, where the other's is given back.)
+                let _ = self.room_for(needed);
+            }
             self.entries.extend_from_slice(&entries);
             drop(entries);
+            if let Some(budget) = &self.budget {
+                budget.give_back(other_accounted);
+            }
         }
         self.compacted = false;
         self.too_many = self.too_many.or(other.too_many);
