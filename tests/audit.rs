@@ -2018,8 +2018,26 @@ fn athena_days(root: &Path, days: std::ops::Range<u64>) -> Vec<Truth> {
     truths
 }
 
+/// A report over a day whose neighbours' records were read as context (`others`' truths): the
+/// day's own figures, once those records are set aside (NODATA and REJECT records keep their
+/// reasons whatever their time; every other record of the others is outside the window).
+fn set_aside(json: &serde_json::Value, others: &[&Truth]) -> serde_json::Value {
+    let mut json = json.clone();
+    let records: u64 = others.iter().map(|t| t.records).sum();
+    let no_data: u64 = others.iter().map(|t| t.no_data).sum();
+    let rejected: u64 = others.iter().map(|t| t.rejected).sum();
+    assert_eq!(json["skipped"]["outside_window"], records - no_data - rejected, "{}", json["skipped"]);
+    json["records"] = (json["records"].as_u64().unwrap() - records).into();
+    json["skipped"]["outside_window"] = 0.into();
+    json["skipped"]["no_data"] = (json["skipped"]["no_data"].as_u64().unwrap() - no_data).into();
+    json["skipped"]["rejected"] = (json["skipped"]["rejected"].as_u64().unwrap() - rejected).into();
+    json
+}
+
 /// The query's lifecycle against the stand-in Athena:
-/// - three days in the table, one asked for: that day's truth, and a third of the bytes scanned;
+/// - five days in the table, one asked for: that day's truth, its partition and its two
+///   neighbours' read (three fifths of the bytes scanned: AWS files a record under the day it
+///   delivered it);
 /// - results paged 4 rows at a time: the same report;
 /// - a FAILED query: exit 1 with Athena's reason and the query id, nothing on stdout;
 /// - polls throttled (TooManyRequestsException) five times: retried, the same report;
@@ -2035,8 +2053,8 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
     std::fs::write(dir.path().join("subnets.json"), subnets_json()).unwrap();
     let map = dir.path().join("map.json").display().to_string();
     let subnets = dir.path().join("subnets.json").display().to_string();
-    let logs = dir.path().join("three-days");
-    let truths = athena_days(&logs, 0..3);
+    let logs = dir.path().join("five-days");
+    let truths = athena_days(&logs, 0..5);
     let args = |extra: &[&str]| -> Vec<String> {
         let mut args: Vec<String> = [
             "--map",
@@ -2045,9 +2063,9 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
             &subnets,
             "--athena",
             "--since",
-            "2026-12-02",
+            "2026-12-03",
             "--until",
-            "2026-12-02",
+            "2026-12-03",
             "--format",
             "json",
         ]
@@ -2066,7 +2084,7 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
     };
     let total: u64 = walk_size(&logs);
 
-    // One day of three, whole pages and 4-row pages.
+    // One day of five, whole pages and 4-row pages: its partition and its neighbours' are read.
     let mut reports = Vec::new();
     for faults in [&[][..], &["--page-size", "4"][..], &["--throttle", "5"][..]] {
         let standin = StandIn::start(&logs, faults);
@@ -2074,9 +2092,9 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
         let out = run(&standin, &[]);
         assert!(out.status.success(), "{faults:?}: {}", text(&out.stderr));
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let mut day = json.clone();
+        let mut day = set_aside(&json, &[&truths[1], &truths[3]]);
         day["skipped"]["unparsed_lines"] = 0.into();
-        assert_figures(&day, &truths[1], &format!("Athena, 2026-12-02, {faults:?}"));
+        assert_figures(&day, &truths[2], &format!("Athena, 2026-12-03, {faults:?}"));
         let calls = standin.calls();
         let scanned = json["athena"]["data_scanned_bytes"].as_u64().unwrap();
         let pages = calls.iter().filter(|c| *c == "GetQueryResults").count();
@@ -2087,8 +2105,8 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
         );
         assert_eq!(calls.iter().filter(|c| c.starts_with("StartQueryExecution")).count(), 1);
         assert!(
-            scanned * 5 / 2 < total && scanned * 4 > total,
-            "about a third of the table: {scanned} of {total}"
+            scanned * 5 > total * 2 && scanned * 5 < total * 4,
+            "about three fifths of the table (the day and its neighbours): {scanned} of {total}"
         );
         if faults.contains(&"--page-size") {
             assert!(pages >= 5, "4 rows a page: {pages} pages");
@@ -2118,14 +2136,15 @@ fn athena_queries_are_started_polled_paged_and_stopped_safely() {
     assert_eq!(second["athena"]["cost_usd"].as_f64(), Some(10e6 / 1e12 * 5.0));
     assert_eq!(second["in_zone_share"], first["in_zone_share"]);
 
-    // The Hive-compatible layout (`--table-layout hive`): the same day's report, a third scanned.
+    // The Hive-compatible layout (`--table-layout hive`): the same day's report, three fifths
+    // scanned.
     let standin = StandIn::start(&logs, &["--hive"]);
     let out = run(&standin, &["--table-layout", "hive"]);
     assert!(out.status.success(), "hive: {}", text(&out.stderr));
     let hive: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let scanned = hive["athena"]["data_scanned_bytes"].as_u64().unwrap();
     assert!(
-        scanned * 5 / 2 < total && scanned * 4 > total,
+        scanned * 5 > total * 2 && scanned * 5 < total * 4,
         "hive: {scanned} of {total}"
     );
     assert_eq!(comparable(&hive), comparable(&reports[0]), "hive and projected");
@@ -2853,10 +2872,16 @@ fn a_cap_passed_only_by_files_together_is_said_with_a_file_and_a_line() {
 }
 
 /// Issue 61, item 6: a flow across midnight. Its node's end recorded it from 23:59:50, its
-/// client's end (stamped 30 s later) from 00:00:20, both delivered in the second day's folder.
-/// Each daily run counts only the records that start on its day, and matches the ends with every
-/// record it read: the first day counts the flow once, the second not again (before, the second
-/// day's run counted the client's end too: 3,000 + 3,000 B for one flow of 3,000).
+/// client's end (stamped 30 s later) from 00:00:20, both delivered (by their end, as AWS does)
+/// in the second day's folder, in a file AWS wrote at 00:05; another flow on each day, in its
+/// own day's folder. Each daily run counts only the records that start on its day, matches the
+/// ends with every record it read, and reads around its days (module `around`): the day's
+/// folder and its neighbours' files written within 2 h of the day. So the daily runs, each
+/// given one day's folder as the guide's daily job does, add up to the run over everything:
+/// the first day counts the flow across midnight once (before, given its own folder, it lost
+/// it: the record sat in the next day's folder), the second not again (before, the second
+/// day's run counted the client's end too: 3,000 + 3,000 B for one flow of 3,000). Athena
+/// (partitions of the days and one on each side) gives the same figures.
 #[test]
 fn a_flow_across_midnight_counts_in_one_days_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -2865,63 +2890,95 @@ fn a_flow_across_midnight_counts_in_one_days_run() {
     let midnight = 1_796_169_600u64; // 2026-12-02 00:00:00 UTC
     let (client, node) = ("10.0.2.5", REPLICAS[0]);
     let header = "version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status flow-direction";
-    let records = format!(
-        "{header}\n5 {ACCOUNT} eni-node {client} {node} 40000 6379 6 10 3000 {} {} ACCEPT OK ingress\n5 {ACCOUNT} eni-c {client} {node} 40000 6379 6 10 3000 {} {} ACCEPT OK egress\n",
-        midnight - 10,
-        midnight + 49,
-        midnight + 20,
-        midnight + 79
-    );
+    let record = |eni: &str, direction: &str, bytes: u64, start: u64, end: u64| {
+        format!("5 {ACCOUNT} {eni} {client} {node} 40000 6379 6 10 {bytes} {start} {end} ACCEPT OK {direction}\n")
+    };
     let logs = dir.path().join("logs");
-    let day = logs.join("AWSLogs/123456789012/vpcflowlogs/ap-northeast-1/2026/12/02");
-    std::fs::create_dir_all(&day).unwrap();
-    std::fs::write(day.join("midnight.log.gz"), gzip(&records)).unwrap();
+    let region = logs.join("AWSLogs/123456789012/vpcflowlogs/ap-northeast-1");
+    let file = |day: &str, written: &str, text: String| {
+        let folder = region.join(day);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join(format!(
+                "{ACCOUNT}_vpcflowlogs_ap-northeast-1_fl-0a_{written}_abc.log.gz"
+            )),
+            gzip(&format!("{header}\n{text}")),
+        )
+        .unwrap();
+    };
+    // The flow across midnight, in the second day's folder.
+    file(
+        "2026/12/02",
+        "20261202T0005Z",
+        record("eni-node", "ingress", 3000, midnight - 10, midnight + 49)
+            + &record("eni-c", "egress", 3000, midnight + 20, midnight + 79),
+    );
+    // A flow at noon of each day, in its own folder (both ends).
+    file(
+        "2026/12/01",
+        "20261201T1210Z",
+        record("eni-node", "ingress", 500, midnight - 43_200, midnight - 43_140)
+            + &record("eni-c", "egress", 500, midnight - 43_200, midnight - 43_140),
+    );
+    file(
+        "2026/12/02",
+        "20261202T1210Z",
+        record("eni-node", "ingress", 700, midnight + 43_200, midnight + 43_260)
+            + &record("eni-c", "egress", 700, midnight + 43_200, midnight + 43_260),
+    );
     let map = dir.path().join("map.json").display().to_string();
     let subnets = dir.path().join("subnets.json").display().to_string();
-    let logs = logs.display().to_string();
-    let run = |date: &str, extra: &[&str], env: &[(&str, &str)]| {
-        let mut args = vec![
-            "--map",
-            &map,
-            "--subnets",
-            &subnets,
-            "--since",
-            date,
-            "--until",
-            date,
-            "--format",
-            "json",
-        ];
+    let run = |days: Option<&str>, extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["--map", &map, "--subnets", &subnets, "--format", "json"];
+        if let Some(date) = days {
+            args.extend(["--since", date, "--until", date]);
+        }
         args.extend(extra);
         let out = audit(&args, env);
         assert!(
             matches!(out.status.code(), Some(0 | 4)),
-            "{date}: {}",
+            "{days:?}: {}",
             text(&out.stderr)
         );
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
-    let first = run("2026-12-01", &["--flow-logs", &logs], &[]);
-    let second = run("2026-12-02", &["--flow-logs", &logs], &[]);
+    let folder = |day: &str| region.join(day).display().to_string();
+    let first = run(Some("2026-12-01"), &["--flow-logs", &folder("2026/12/01")], &[]);
+    let second = run(Some("2026-12-02"), &["--flow-logs", &folder("2026/12/02")], &[]);
+    let whole = run(None, &["--flow-logs", &logs.display().to_string()], &[]);
     let bytes = |r: &serde_json::Value| r["in_zone_bytes"].as_u64().unwrap() + r["cross_zone_bytes"].as_u64().unwrap();
-    assert_eq!(bytes(&first), 3000, "{first}");
+    assert_eq!(
+        bytes(&first),
+        500 + 3000,
+        "the first day: its noon flow and the flow across midnight: {first}"
+    );
     assert_eq!(
         bytes(&second),
-        0,
-        "the second day's run does not count it again: {second}"
+        700,
+        "the second day does not count the flow across midnight again: {second}"
     );
-    assert_eq!(first["skipped"]["outside_window"], 1, "{first}");
-    assert_eq!(second["skipped"]["outside_window"], 1, "{second}");
-    // The Athena query matches the ends the same way (the second day's partition holds both).
-    let standin = StandIn::start(Path::new(&logs), &[]);
+    assert_eq!(bytes(&whole), 500 + 3000 + 700, "{whole}");
+    assert_eq!(
+        bytes(&first) + bytes(&second),
+        bytes(&whole),
+        "the daily runs add up to the whole"
+    );
+    // The same runs given the region's delivery path.
+    let region_path = region.display().to_string();
+    assert_eq!(
+        bytes(&run(Some("2026-12-01"), &["--flow-logs", &region_path], &[])),
+        3500
+    );
+    // The Athena query reads the days' partitions and one on each side, and matches the ends
+    // the same way.
+    let standin = StandIn::start(&logs, &[]);
     let env = standin.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let athena = run("2026-12-02", &["--athena", "--fields", header], &env);
-    assert_eq!(
-        comparable(&athena),
-        comparable(&second),
-        "Athena and the files, the second day"
-    );
+    for (date, files) in [("2026-12-01", &first), ("2026-12-02", &second)] {
+        let athena = run(Some(date), &["--athena", "--fields", header], &env);
+        assert_eq!(bytes(&athena), bytes(files), "Athena, {date}: {athena}");
+        assert_eq!(athena["counted_records"], files["counted_records"], "Athena, {date}");
+    }
 }
 
 /// Issue 61, item 7: two flow logs of two formats deliver into the same day folders (a custom

@@ -30,6 +30,14 @@ pub fn printable(value: &str) -> String {
     escaped(value, |_| false, true)
 }
 
+/// Text already made of [`printable`] values (a name, then a sentence around it), checked once
+/// more: every [`is_unsafe`] character escaped, `\n` included, but backslashes left as they are
+/// (they are [`printable`]'s own escapes, which a second [`printable`] would double).
+#[must_use]
+pub fn recheck(value: &str) -> String {
+    escaped(value, |_| false, false)
+}
+
 /// [`printable`] of at most `max_chars` characters of `value`, with `...` when it was longer.
 #[must_use]
 pub fn printable_cut(value: &str, max_chars: usize) -> String {

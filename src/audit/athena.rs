@@ -563,7 +563,9 @@ pub fn pairs_query(
     } else {
         "CAST(NULL AS VARCHAR)"
     };
-    let predicate = partition_predicate(layout, days);
+    // The days' partitions and their neighbours (module `around`): what lies there outside
+    // the days is context, never counted.
+    let predicate = partition_predicate(layout, &days.around());
     let (from, to) = days.seconds();
     let counting = counting();
     let (srcaddr, dstaddr) = addresses(&columns);

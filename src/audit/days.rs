@@ -96,6 +96,16 @@ impl Days {
         (self.first * DAY, (self.last + 1) * DAY)
     }
 
+    /// The days and one on each side: the partitions a run reads (AWS delivers a record after
+    /// its end, into the next day's partition when it starts before midnight; see
+    /// `super::around`).
+    pub fn around(&self) -> Days {
+        Days {
+            first: self.first.saturating_sub(1),
+            last: self.last + 1,
+        }
+    }
+
     /// Each day as a partition value, `yyyy/MM/dd`.
     pub fn partitions(&self) -> Vec<String> {
         (self.first..=self.last)

@@ -15,6 +15,7 @@
 // The flags' doc comments are their `--help` text, where `<name>` is a placeholder, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+pub mod around;
 pub mod athena;
 pub mod athena_client;
 pub mod athena_rows;
@@ -111,7 +112,8 @@ pub struct AuditArgs {
     #[arg(long, value_name = "NAME", default_value = "vpc_flow_logs")]
     table: String,
     /// Run the audit in Athena, over --table, reading only the days asked for (--since and
-    /// --until; default: yesterday and today, UTC), and print the same report. Endpoint and
+    /// --until; default: yesterday and today, UTC) and one on each side (AWS files a record
+    /// under the day it delivered it), and print the same report. Endpoint and
     /// credentials: the AWS SDK's usual configuration (AWS_ENDPOINT_URL_ATHENA, profiles).
     #[arg(long, conflicts_with_all = ["print_sql", "flow_logs"])]
     athena: bool,
@@ -384,33 +386,54 @@ fn file_figures(
     err: &mut dyn Write,
 ) -> Result<Figures, Failure> {
     let s3 = config.map(s3_client);
+    // Each location, and around the days asked for what AWS delivered next to them (module
+    // `around`): a neighbour's files are read once, never twice.
     let mut inputs: Vec<Input> = Vec::new();
+    let mut neighbours: Vec<Input> = Vec::new();
     for (location, given) in locations.iter().zip(&args.flow_logs) {
-        let found = match location {
-            Location::Path(path) => {
-                let (found, note) = read::local_inputs(path).map_err(Failure::Error)?;
-                if let Some(note) = note {
-                    let _ = writeln!(err, "locality audit: warning: {}", printable_lines(&note));
+        let mut found_here = 0;
+        for place in around::places(location, days.as_ref()) {
+            let found = match &place.location {
+                Location::Path(path) => {
+                    let (found, note) = read::local_inputs(path).map_err(Failure::Error)?;
+                    if let Some(note) = note {
+                        let _ = writeln!(err, "locality audit: warning: {}", printable_lines(&note));
+                    }
+                    found
                 }
-                found
+                Location::S3 { bucket, prefix } => match &s3 {
+                    Some(client) => runtime
+                        .block_on(read::s3_inputs(client, bucket, prefix, args.max_objects))
+                        .map_err(Failure::Error)?,
+                    None => {
+                        return Err(Failure::Error(format!(
+                            "--flow-logs {}: no AWS configuration for S3",
+                            report::printable(given)
+                        )))
+                    }
+                },
+            };
+            let found = around::keep(found, place.written);
+            found_here += found.len();
+            if place.written.is_some() {
+                neighbours.extend(found);
+            } else {
+                inputs.extend(found);
             }
-            Location::S3 { bucket, prefix } => match &s3 {
-                Some(client) => runtime
-                    .block_on(read::s3_inputs(client, bucket, prefix, args.max_objects))
-                    .map_err(Failure::Error)?,
-                None => {
-                    return Err(Failure::Error(format!(
-                        "--flow-logs {given}: no AWS configuration for S3"
-                    )))
-                }
-            },
-        };
-        if found.is_empty() {
+        }
+        if found_here == 0 {
             return Err(Failure::Error(format!(
-                "--flow-logs {given}: no flow-log file (*.log, *.log.gz) there"
+                "--flow-logs {}: no flow-log file (*.log, *.log.gz) there",
+                report::printable(given)
             )));
         }
-        inputs.extend(found);
+    }
+    let asked: std::collections::HashSet<String> = inputs.iter().map(Input::name).collect();
+    let mut seen = std::collections::HashSet::new();
+    for input in neighbours {
+        if !asked.contains(&input.name()) && seen.insert(input.name()) {
+            inputs.push(input);
+        }
     }
 
     let node_index: HashMap<IpAddr, u32> = nodes.iter().enumerate().map(|(i, n)| (n.address, i as u32)).collect();
@@ -453,7 +476,7 @@ fn file_figures(
             err,
             "locality audit: warning: {} line(s) skipped; the first: {}",
             figures.left_out.unparsed_lines,
-            report::printable(first)
+            locality_resolve::printable::recheck(first)
         );
     }
     Ok(figures)
@@ -711,10 +734,10 @@ async fn athena_figures(
     };
     let _ = writeln!(
         err,
-        "locality audit: Athena: {} to {} ({} partition(s) of {}), workgroup {}",
+        "locality audit: Athena: {} to {} ({} partition(s) of {}: the days' and one on each side), workgroup {}",
         days::day_text(days.first),
         days::day_text(days.last),
-        days.last - days.first + 1,
+        days.last - days.first + 3,
         args.table,
         args.athena_workgroup
     );

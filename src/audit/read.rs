@@ -354,7 +354,7 @@ pub fn read_all(inputs: &[Input], reading: &Reading<'_>) -> Result<Tally, String
             return Err(match &total.last_read {
                 Some((name, line)) => format!(
                     "{}, line {line} (the files read in parallel passed it together): {}",
-                    super::report::printable(name),
+                    locality_resolve::printable::recheck(name),
                     too_many.said()
                 ),
                 None => too_many.said(),
@@ -441,7 +441,7 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
         if number > reading.max_lines {
             return Err(format!(
                 "{}: more than {} lines (--max-lines-per-file): stopped, nothing of it is counted; a flow-log file holds a few million at most (raise the flag for a larger one)",
-                super::report::printable(&name),
+                locality_resolve::printable::recheck(&name),
                 reading.max_lines
             ));
         }
@@ -483,7 +483,7 @@ fn read_one(input: &Input, reading: &Reading<'_>, tally: &mut Tally) -> Result<(
                 if let Some(too_many) = tally.too_many() {
                     return Err(format!(
                         "{}, line {number}: {}",
-                        super::report::printable(&name),
+                        locality_resolve::printable::recheck(&name),
                         too_many.said()
                     ));
                 }

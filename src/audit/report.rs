@@ -590,7 +590,8 @@ impl Figures {
             let _ = writeln!(out, "{label:<16} {reason}");
         }
         if let Some(first) = &self.first_skipped {
-            let _ = writeln!(out, "First skipped    {}", printable(first));
+            // (Its file's name was escaped when it was read.)
+            let _ = writeln!(out, "First skipped    {}", locality_resolve::printable::recheck(first));
         }
         // "… of replica bytes" only after a figure: an undefined share says why, and nothing more
         // (issue 61, item 8).

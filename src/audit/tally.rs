@@ -433,6 +433,10 @@ pub struct Tally {
     entries: Vec<Entry>,
     /// Whether `entries` is sorted and merged.
     compacted: bool,
+    /// The last compaction freed less than a quarter of the list: the next time it is full it
+    /// grows without one (mostly distinct entries: a sort that frees nothing is the audit's
+    /// largest cost).
+    skip_compaction: bool,
     /// The most distinct clients (and interface ids) held (`--max-clients`).
     max_clients: u64,
     /// Set when they went past it: nothing more is held.
@@ -467,6 +471,7 @@ impl Default for Tally {
             interfaces: Interfaces::default(),
             entries: Vec::new(),
             compacted: true,
+            skip_compaction: false,
             max_clients: DEFAULT_MAX_CLIENTS,
             too_many: None,
             budget: None,
@@ -717,9 +722,17 @@ impl Tally {
             }
         }
         if self.entries.len() == self.entries.capacity() && self.entries.len() >= COMPACT_FROM {
-            self.compact();
-            if self.too_many.is_some() {
-                return;
+            let before = self.entries.len();
+            if std::mem::take(&mut self.skip_compaction) {
+                // Grown by half instead, once: the last compaction left more than three
+                // quarters of a list of C, so 2.25 C is still at most three times the distinct
+                // entries, and the next fill compacts again.
+            } else {
+                self.compact();
+                if self.too_many.is_some() {
+                    return;
+                }
+                self.skip_compaction = (before - self.entries.len()) * 4 < before;
             }
             // Room for a half more when the merged entries fill half of it: the list holds at
             // most three times the distinct entries, and at least as many records arrive

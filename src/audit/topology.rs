@@ -117,8 +117,9 @@ pub struct Subnets {
     v6_lengths: Vec<u8>,
 }
 
-/// The longest zone name or zone ID a subnet may give (AWS's are under 30 characters).
-pub const MAX_ZONE_CHARS: usize = 64;
+/// The longest zone name or zone ID a subnet may give (AWS's are under 30 characters; a
+/// longer one is still shown, escaped, up to this).
+pub const MAX_ZONE_CHARS: usize = 256;
 
 /// The most CIDR blocks one subnet may list (AWS gives an IPv4 block and at most one IPv6 one).
 pub const MAX_BLOCKS_PER_SUBNET: usize = 8;
@@ -483,6 +484,6 @@ mod tests {
         );
         assert!(Subnets::from_json(&long)
             .unwrap_err()
-            .contains("longer than 64 characters"));
+            .contains("longer than 256 characters"));
     }
 }

@@ -492,9 +492,11 @@ fn header(options: &SidecarOptions, zone: Option<&Zone>, source: Option<ZoneSour
     ]
 }
 
-/// One line for the log: control characters (from remote text) become spaces.
+/// One line for the log, escaped by the one function every printed text goes through
+/// ([`crate::printable::recheck`]: controls, format characters such as U+202E and the line
+/// separators shown as `\n`, `\u{202e}`; remote text in it was escaped where it was taken).
 pub(crate) fn one_line(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    crate::printable::recheck(text)
 }
 
 /// The `locality sidecar` command. With `print_config`, prints the configuration on `out` and
