@@ -2026,7 +2026,12 @@ fn set_aside(json: &serde_json::Value, others: &[&Truth]) -> serde_json::Value {
     let records: u64 = others.iter().map(|t| t.records).sum();
     let no_data: u64 = others.iter().map(|t| t.no_data).sum();
     let rejected: u64 = others.iter().map(|t| t.rejected).sum();
-    assert_eq!(json["skipped"]["outside_window"], records - no_data - rejected, "{}", json["skipped"]);
+    assert_eq!(
+        json["skipped"]["outside_window"],
+        records - no_data - rejected,
+        "{}",
+        json["skipped"]
+    );
     json["records"] = (json["records"].as_u64().unwrap() - records).into();
     json["skipped"]["outside_window"] = 0.into();
     json["skipped"]["no_data"] = (json["skipped"]["no_data"].as_u64().unwrap() - no_data).into();
