@@ -627,9 +627,9 @@ impl Figures {
             );
         }
         // Names from the map and the subnets (a zone is whatever DescribeSubnets said) go
-        // through `printable`: a newline in one cannot forge a row.
-        let node_cell =
-            |n: &ClientNode| format!("{} ({}) {}", printable(&n.endpoint), printable(&n.zone), bytes(n.bytes));
+        // through `printable` and are cut ([`cell`]): a newline in one cannot forge a row, nor
+        // a long one push the table apart.
+        let node_cell = |n: &ClientNode| format!("{} ({}) {}", cell(&n.endpoint), cell(&n.zone), bytes(n.bytes));
         if self.cross_zone_clients.is_empty() {
             if self.in_zone_share.is_some() {
                 let _ = writeln!(out, "\nNo client read across zones.");
@@ -650,7 +650,7 @@ impl Figures {
                     out,
                     "  {:<40} {:<16} {:>12} {:>10}  {}",
                     c.address.to_string(),
-                    printable(&c.zone),
+                    cell(&c.zone),
                     bytes(c.bytes),
                     cost,
                     nodes.next().unwrap_or_default()
@@ -674,7 +674,7 @@ impl Figures {
                     "  {:<40} {:>12}  {:<24}  {}",
                     c.address.to_string(),
                     bytes(c.bytes),
-                    c.interface.as_deref().map_or("-".to_string(), printable),
+                    c.interface.as_deref().map_or("-".to_string(), cell),
                     nodes.next().unwrap_or_default()
                 );
                 for more in nodes {
@@ -692,9 +692,9 @@ impl Figures {
             let _ = writeln!(
                 out,
                 "  {:<44} {:<8} {:<16} {:>12} {:>12}",
-                printable(&n.endpoint),
+                cell(&n.endpoint),
                 n.role,
-                printable(&n.zone),
+                cell(&n.zone),
                 bytes(n.bytes),
                 bytes(n.cross_zone_bytes)
             );
@@ -740,6 +740,16 @@ fn timestamp(seconds: u64) -> String {
 /// outside (general categories Cc, Cf, Zl, Zp: `\u{1b}`, `\n`, `\u{202e}`): a name cannot move
 /// the terminal's cursor, forge a line of the report or reorder one.
 pub use locality_resolve::printable::printable;
+
+/// The most characters of a name a cell of the table shows (the JSON and the textfile carry it
+/// whole, escaped).
+pub const MAX_CELL_CHARS: usize = 64;
+
+/// A name from outside as a cell of the table: escaped, and cut past [`MAX_CELL_CHARS`]
+/// (`...`).
+fn cell(value: &str) -> String {
+    locality_resolve::printable::printable_cut(value, MAX_CELL_CHARS)
+}
 
 /// A label value, [`printable`] then escaped as the text format wants.
 fn escape(value: &str) -> String {
