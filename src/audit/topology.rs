@@ -485,5 +485,17 @@ mod tests {
         assert!(Subnets::from_json(&long)
             .unwrap_err()
             .contains("longer than 256 characters"));
+        // The issue's 1.8 MB answer: a zone name copied for every one of thousands of blocks.
+        let blocks: Vec<String> = (0..4000)
+            .map(|n| format!(r#"{{"Ipv6CidrBlock":"2600:1f18:{n:x}::/64"}}"#))
+            .collect();
+        let many = format!(
+            r#"{{"Subnets":[{{"CidrBlock":"10.0.0.0/24","AvailabilityZone":"{}","Ipv6CidrBlockAssociationSet":[{}]}}]}}"#,
+            "z".repeat(200),
+            blocks.join(",")
+        );
+        assert!(Subnets::from_json(&many)
+            .unwrap_err()
+            .contains("lists 4001 CIDR blocks (at most 8"));
     }
 }
