@@ -7,6 +7,8 @@
 //! shared files, optionally used to assume a role; STS tells whose account they are. They are
 //! never logged. Knows nothing about Terraform.
 
+pub mod lb_forward;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
