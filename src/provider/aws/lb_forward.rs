@@ -5,9 +5,14 @@
 //! group at 0). Pure: no SDK type, so that the plan's checks and their sentences are tested
 //! alone.
 //!
+//! Then the write: [`rewrite`] turns the action list read into the one to send back whole
+//! (`ModifyListener`/`ModifyRule` replace the list), changing only the forward's weights.
+//!
 //! Work in progress on branch `wip/issue-63-lb-weights`: not wired into the provider yet.
 
 use std::collections::BTreeMap;
+
+use aws_sdk_elasticloadbalancingv2::types::{Action, ActionTypeEnum, ForwardActionConfig, TargetGroupTuple};
 
 /// The largest weight a target group of a forward action takes (ALB and NLB: 0–999).
 pub const MAX_WEIGHT: u32 = 999;
@@ -260,9 +265,241 @@ pub fn plan_weights(
     }
 }
 
+/// The forward action of `actions` (exactly one).
+///
+/// # Errors
+/// None or several, said with what the list holds.
+fn forward_of(actions: &[Action]) -> Result<usize, String> {
+    let forwards: Vec<usize> = actions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.r#type == Some(ActionTypeEnum::Forward))
+        .map(|(i, _)| i)
+        .collect();
+    match forwards.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(format!(
+            "its actions hold no forward action ({}): weights belong to a forward to target groups",
+            actions
+                .iter()
+                .map(|a| a.r#type.as_ref().map_or("?", |t| t.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        _ => Err("its actions hold more than one forward action".to_string()),
+    }
+}
+
+/// The forward action's target groups as they are live: (name, ARN, weight). A forward to one
+/// `TargetGroupArn` without a `ForwardConfig` is that group at weight 1; a tuple without a
+/// weight is at 1, as AWS takes it.
+///
+/// # Errors
+/// No forward action, or a group ARN that is not one.
+pub fn live_groups(actions: &[Action]) -> Result<Vec<(String, String, u32)>, String> {
+    let forward = &actions[forward_of(actions)?];
+    let tuples: Vec<(String, u32)> = match forward.forward_config.as_ref().and_then(|f| f.target_groups.as_ref()) {
+        Some(groups) if !groups.is_empty() => groups
+            .iter()
+            .map(|t| {
+                (
+                    t.target_group_arn.clone().unwrap_or_default(),
+                    t.weight.map_or(1, |w| u32::try_from(w).unwrap_or(0)),
+                )
+            })
+            .collect(),
+        _ => forward
+            .target_group_arn
+            .clone()
+            .map(|arn| vec![(arn, 1)])
+            .unwrap_or_default(),
+    };
+    tuples
+        .into_iter()
+        .map(|(arn, weight)| match group_name(&arn) {
+            Some(name) if arn.starts_with("arn:") => Ok((name.to_string(), arn.clone(), weight)),
+            _ => Err(format!(
+                "the forward action names \"{}\", which is not a target group ARN",
+                locality_resolve::printable::printable_cut(&arn, 120)
+            )),
+        })
+        .collect()
+}
+
+/// The action list to write back: `actions` as read, with the forward's weights set from
+/// `weights` (target group ARN → weight; a group not in it keeps its weight) and nothing else
+/// changed: every other action and every `Order`, the forward's stickiness, an
+/// `authenticate-cognito` as it is, and an `authenticate-oidc` re-sent with
+/// `UseExistingClientSecret` and no secret (AWS never returns it; sending one would replace it).
+/// A forward given as one `TargetGroupArn` is written as its `ForwardConfig`.
+///
+/// # Errors
+/// No forward action.
+pub fn rewrite(actions: &[Action], weights: &BTreeMap<String, u32>) -> Result<Vec<Action>, String> {
+    let at = forward_of(actions)?;
+    let live = live_groups(actions)?;
+    let mut out = actions.to_vec();
+    for action in &mut out {
+        if let Some(oidc) = action.authenticate_oidc_config.as_mut() {
+            oidc.client_secret = None;
+            oidc.use_existing_client_secret = Some(true);
+        }
+    }
+    let forward = &mut out[at];
+    let stickiness = forward
+        .forward_config
+        .as_ref()
+        .and_then(|f| f.target_group_stickiness_config.clone());
+    let groups: Vec<TargetGroupTuple> = live
+        .iter()
+        .map(|(_, arn, weight)| {
+            let weight = weights.get(arn).copied().unwrap_or(*weight);
+            TargetGroupTuple::builder()
+                .target_group_arn(arn)
+                .weight(i32::try_from(weight).unwrap_or(i32::MAX))
+                .build()
+        })
+        .collect();
+    forward.target_group_arn = None;
+    forward.forward_config = Some(
+        ForwardActionConfig::builder()
+            .set_target_groups(Some(groups))
+            .set_target_group_stickiness_config(stickiness)
+            .build(),
+    );
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aws_sdk_elasticloadbalancingv2::types::{
+        AuthenticateOidcActionConfig, FixedResponseActionConfig, TargetGroupStickinessConfig,
+    };
+
+    fn tg(name: &str) -> String {
+        format!("arn:aws:elasticloadbalancing:ap-northeast-1:123456789012:targetgroup/{name}/73e2d6bc24d8a067")
+    }
+
+    /// A rule's actions as AWS describes them: an OIDC login first (its secret never returned),
+    /// then the weighted forward with stickiness; and a fixed response elsewhere.
+    fn described() -> Vec<Action> {
+        vec![
+            Action::builder()
+                .r#type(ActionTypeEnum::AuthenticateOidc)
+                .order(1)
+                .authenticate_oidc_config(
+                    AuthenticateOidcActionConfig::builder()
+                        .issuer("https://idp.example")
+                        .authorization_endpoint("https://idp.example/auth")
+                        .token_endpoint("https://idp.example/token")
+                        .user_info_endpoint("https://idp.example/userinfo")
+                        .client_id("locality")
+                        .build(),
+                )
+                .build(),
+            Action::builder()
+                .r#type(ActionTypeEnum::Forward)
+                .order(2)
+                .forward_config(
+                    ForwardActionConfig::builder()
+                        .target_groups(
+                            TargetGroupTuple::builder()
+                                .target_group_arn(tg("blue"))
+                                .weight(90)
+                                .build(),
+                        )
+                        .target_groups(
+                            TargetGroupTuple::builder()
+                                .target_group_arn(tg("green"))
+                                .weight(10)
+                                .build(),
+                        )
+                        .target_group_stickiness_config(
+                            TargetGroupStickinessConfig::builder()
+                                .enabled(true)
+                                .duration_seconds(300)
+                                .build(),
+                        )
+                        .build(),
+                )
+                .build(),
+        ]
+    }
+
+    #[test]
+    fn the_rewrite_changes_the_weights_and_nothing_else() {
+        let actions = described();
+        assert_eq!(
+            live_groups(&actions).unwrap(),
+            [
+                ("blue".to_string(), tg("blue"), 90),
+                ("green".to_string(), tg("green"), 10)
+            ]
+        );
+        let written = rewrite(&actions, &BTreeMap::from([(tg("green"), 100), (tg("blue"), 0)])).unwrap();
+        assert_eq!(written.len(), 2);
+        // The login: the same, re-sent with the existing secret and none of its own.
+        let oidc = written[0].authenticate_oidc_config.as_ref().unwrap();
+        assert_eq!(
+            (oidc.use_existing_client_secret, oidc.client_secret.as_deref()),
+            (Some(true), None)
+        );
+        assert_eq!(oidc.client_id.as_deref(), Some("locality"));
+        assert_eq!(written[0].order, Some(1));
+        // The forward: new weights, same groups in the same order, the stickiness kept.
+        let forward = written[1].forward_config.as_ref().unwrap();
+        let weights: Vec<(Option<&str>, Option<i32>)> = forward
+            .target_groups()
+            .iter()
+            .map(|t| (t.target_group_arn(), t.weight()))
+            .collect();
+        assert_eq!(
+            weights,
+            [
+                (Some(tg("blue").as_str()), Some(0)),
+                (Some(tg("green").as_str()), Some(100))
+            ]
+        );
+        let stickiness = forward.target_group_stickiness_config().unwrap();
+        assert_eq!(
+            (stickiness.enabled(), stickiness.duration_seconds()),
+            (Some(true), Some(300))
+        );
+        assert_eq!(written[1].order, Some(2));
+        // A group not named keeps its weight.
+        let kept = rewrite(&actions, &BTreeMap::from([(tg("blue"), 50)])).unwrap();
+        let w: Vec<Option<i32>> = kept[1]
+            .forward_config
+            .as_ref()
+            .unwrap()
+            .target_groups()
+            .iter()
+            .map(|t| t.weight())
+            .collect();
+        assert_eq!(w, [Some(50), Some(10)]);
+    }
+
+    #[test]
+    fn a_plain_forward_is_one_group_and_a_list_without_one_is_refused() {
+        let plain = vec![Action::builder()
+            .r#type(ActionTypeEnum::Forward)
+            .target_group_arn(tg("blue"))
+            .build()];
+        assert_eq!(live_groups(&plain).unwrap(), [("blue".to_string(), tg("blue"), 1)]);
+        let written = rewrite(&plain, &BTreeMap::from([(tg("blue"), 7)])).unwrap();
+        assert_eq!(written[0].target_group_arn, None);
+        assert_eq!(
+            written[0].forward_config.as_ref().unwrap().target_groups()[0].weight(),
+            Some(7)
+        );
+        let fixed = vec![Action::builder()
+            .r#type(ActionTypeEnum::FixedResponse)
+            .fixed_response_config(FixedResponseActionConfig::builder().status_code("503").build())
+            .build()];
+        let said = live_groups(&fixed).unwrap_err();
+        assert!(said.contains("no forward action (fixed-response)"), "{said}");
+    }
 
     const LISTENER: &str =
         "arn:aws:elasticloadbalancing:ap-northeast-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
