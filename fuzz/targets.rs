@@ -108,6 +108,10 @@ fn text(data: &[u8]) {
     let _ = locality::provider::config::check_base_url(&text);
     let _ = locality::regions::near_matches(&text, &locality::regions::AWS);
     let _ = locality::provider::resources::zone_replica_map::parse_permission(&text);
+    for attribute in ["listener_arn", "rule_arn"] {
+        let _ = locality::provider::aws::lb_forward::Target::parse(attribute, &text);
+    }
+    let _ = locality::provider::aws::lb_forward::group_name(&text);
     {
         use locality::tfplugin::Value;
         for function in locality::provider::functions::all() {

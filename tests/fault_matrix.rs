@@ -450,3 +450,101 @@ async fn zone_replica_map_ssm_fault_matrix() {
     );
     check_expectations("locality_zone_replica_map", &cells);
 }
+
+fn lb_config(proxy: &str, listener: &str, weights: Option<(u32, u32)>) -> String {
+    let mut out = format!(
+        "{PREAMBLE}\nprovider \"locality\" {{\n  aws {{\n    region       = \"ap-northeast-1\"\n    endpoint_url = \"{proxy}\"\n  }}\n}}\n"
+    );
+    if let Some((blue, green)) = weights {
+        out.push_str(&format!(
+            "\nresource \"locality_lb_forward_weights\" \"web\" {{\n  listener_arn = \"{listener}\"\n  weights = {{\n    \"web-blue\"  = {blue}\n    \"web-green\" = {green}\n  }}\n  timeouts {{\n    create = \"15s\"\n    update = \"15s\"\n  }}\n}}\n"
+        ));
+    }
+    out
+}
+
+/// `locality_lb_forward_weights` through a fault proxy in front of moto's ELBv2 (behind the
+/// layer that answers as AWS does). Writes are ModifyListener; the silent server is bounded by
+/// the resource's `timeouts` (15 s here) for create and update; refresh under a silent server is
+/// the SDK's timeouts (tests/clients.rs). Delete calls no API (nothing to fault).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lb_forward_weights_fault_matrix() {
+    use common::fault_proxy::Fault;
+    let aws = common::elbv2::Elbv2::start();
+    let fixture = aws.fixture().await;
+    let proxy = common::fault_proxy::FaultProxy::start(&aws.endpoint).await;
+    let elb = aws.client().await;
+    let runtime = tokio::runtime::Handle::current();
+    let mut cells = Vec::new();
+    let mut step = 0u32;
+    for op in [Op::Create, Op::Update, Op::Refresh] {
+        for fault in FAULTS {
+            if fault == "silent x5" && op == Op::Refresh {
+                continue;
+            }
+            step += 1;
+            // Weights that differ from the last cell's, so each write is a real change.
+            let (blue, green) = (step % 7, 50 + step);
+            let (proxy, elb, runtime, listener) =
+                (proxy.clone(), elb.clone(), runtime.clone(), fixture.listener.clone());
+            let secret = aws.oidc_secrets();
+            let cell = tokio::task::spawn_blocking(move || {
+                let mut tf = Terraform::dev_overrides();
+                for (k, v) in common::moto::ENV {
+                    tf.env(k, v);
+                }
+                if op != Op::Create {
+                    tf.write(
+                        "main.tf",
+                        &lb_config(&proxy.endpoint(), &listener, Some((blue + 1, green + 1))),
+                    );
+                    tf.ok(&["apply", "-auto-approve"]);
+                }
+                tf.write("main.tf", &lb_config(&proxy.endpoint(), &listener, Some((blue, green))));
+                if op == Op::Refresh {
+                    tf.ok(&["apply", "-auto-approve"]);
+                }
+                let p = proxy.clone();
+                let inject = move || {
+                    let faults = match fault {
+                        "429 + Retry-After" => vec![Fault::Status(429)],
+                        "5xx x5" => vec![Fault::Status(503); 3],
+                        "drop before x5" => vec![Fault::DropBefore; 3],
+                        "lost after x5" => vec![Fault::LostAfter; 3],
+                        // One: its attempt outlives the resource's timeouts.
+                        _ => vec![Fault::Silent],
+                    };
+                    let mut s = p.state.lock().unwrap();
+                    if op == Op::Refresh {
+                        s.faults.extend(faults);
+                    } else {
+                        s.write_faults.extend(faults);
+                    }
+                };
+                let converged = || {
+                    let live = runtime.block_on(common::elbv2::weights(&elb, &listener));
+                    live[..2]
+                        == [
+                            ("web-blue".to_string(), blue as i32),
+                            ("web-green".to_string(), green as i32),
+                        ]
+                };
+                let cell = exercise(&tf, op, &inject, &converged);
+                let mut s = proxy.state.lock().unwrap();
+                s.faults.clear();
+                s.write_faults.clear();
+                cell
+            })
+            .await
+            .unwrap();
+            // The OIDC login's secret survives every cell.
+            assert_eq!(aws.oidc_secrets(), secret);
+            cells.push((op, fault, cell));
+        }
+    }
+    print_table(
+        "locality_lb_forward_weights (ModifyListener; AWS faults x3, the SDK's attempts; silent: timeouts 15 s)",
+        &cells,
+    );
+    check_expectations("locality_lb_forward_weights", &cells);
+}

@@ -127,7 +127,7 @@ pub fn schema() -> Schema {
              **Terraform versions.** Resources and data sources work with Terraform 1.11 and later. Resource \
              identity (`import` blocks with `identity`, identities in `terraform show -json`) needs Terraform \
              1.12 or later; list resources (`terraform query`, with `list` blocks in `*.tfquery.hcl` files) and \
-             the `locality_shift_weights` action need Terraform 1.14 or later. Tested with 1.11.4 and 1.15.5.\n\n\
+             the actions (`locality_shift_weights`, `locality_shift_lb_weights`) need Terraform 1.14 or later. Tested with 1.11.4 and 1.15.5.\n\n\
              **Environment variables** the provider and the `locality` CLI read:\n\n\
              | variable | what |\n\
              |---|---|\n\
@@ -139,7 +139,7 @@ pub fn schema() -> Schema {
              | `GOOGLE_APPLICATION_CREDENTIALS`, `HOME` (gcloud's `~/.config/gcloud/application_default_credentials.json`), `GCE_METADATA_HOST` | Google's Application Default Credentials, used when neither `access_token` nor `credentials` is set |\n\
              | `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES` | `1` lets an `external_account` credential run its executable |\n\
              | `AWS_REGION`, `AWS_PROFILE`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`, `AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`, `AWS_ROLE_SESSION_NAME`, `AWS_CONTAINER_CREDENTIALS_*`, `AWS_EC2_METADATA_DISABLED`, `AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_MAX_ATTEMPTS` | the standard AWS chain, as every AWS SDK reads it (the `aws` block's attributes win) |\n\
-             | `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>` (`_SSM`, `_SECRETS_MANAGER`, `_ELASTICACHE`, `_STS`), `endpoint_url` in the shared config file | the endpoints when `aws.endpoint_url` is not set, the service's own first, as in the AWS CLI; whatever sets them, plain `http` is refused unless the host is loopback |\n\
+             | `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>` (`_SSM`, `_SECRETS_MANAGER`, `_ELASTICACHE`, `_ELASTIC_LOAD_BALANCING_V2`, `_STS`), `endpoint_url` in the shared config file | the endpoints when `aws.endpoint_url` is not set, the service's own first, as in the AWS CLI; whatever sets them, plain `http` is refused unless the host is loopback |\n\
              | `TF_LOG_PROVIDER`, `TF_LOG` | the provider's log level (logs never carry credentials) |\n\
              | `LOCALITY_HTTP_TIMEOUT` | seconds one Cloudflare or Google request may take, when `request_timeout` is not set (default 60) |\n\
              | `LOCALITY_HTTP_RETRIES` | retries of a Cloudflare or Google request, when `max_retries` is not set (default 4) |\n\
@@ -187,7 +187,7 @@ pub fn schema() -> Schema {
         .block(NestedBlock::new(
             "aws",
             Nesting::Single,
-            Block::new("AWS access, for the resource `locality_zone_replica_map` when it discovers the topology (`replication_group_id`: ElastiCache) or publishes to Secrets Manager or SSM (a `file` target with `member` blocks needs no AWS access).")
+            Block::new("AWS access, for the resource `locality_zone_replica_map` when it discovers the topology (`replication_group_id`: ElastiCache) or publishes to Secrets Manager or SSM (a `file` target with `member` blocks needs no AWS access), for the resource `locality_lb_forward_weights` and the action `locality_shift_lb_weights` (Elastic Load Balancing), and for the data source `locality_cross_zone_cost` (Cost Explorer).")
                 .attribute(Attribute::string("region").optional().description(
                     "AWS region. Default: the standard AWS chain (`AWS_REGION`, profile, ...).",
                 ))

@@ -71,6 +71,7 @@ impl Provider for LocalityProvider {
             resource(resources::region_hint::RegionHint),
             resource(resources::region_hints::RegionHints),
             resource(resources::weighted_backend::WeightedBackend),
+            resource(resources::lb_forward_weights::LbForwardWeights),
         ]
     }
 
@@ -90,7 +91,10 @@ impl Provider for LocalityProvider {
     }
 
     fn actions(&self) -> Vec<Arc<dyn DynamicAction<ProviderData>>> {
-        vec![action(actions::shift_weights::ShiftWeights)]
+        vec![
+            action(actions::shift_weights::ShiftWeights),
+            action(actions::shift_lb_weights::ShiftLbWeights),
+        ]
     }
 
     fn functions(&self) -> Vec<Arc<dyn crate::tfplugin::Function>> {

@@ -37,9 +37,10 @@ pub enum Fault {
 pub struct Inner {
     /// Faults for any request, in order.
     pub faults: VecDeque<Fault>,
-    /// Faults for writes only (AWS actions starting with Put, Delete, Create, Update).
+    /// Faults for writes only (AWS actions starting with Put, Delete, Create, Update, Modify).
     pub write_faults: VecDeque<Fault>,
-    /// The AWS action of every request (`X-Amz-Target`'s operation).
+    /// The AWS action of every request (`X-Amz-Target`'s operation, or the query protocol's
+    /// `Action`).
     pub actions: Vec<String>,
     /// Each request's SigV4 credential scope, `region/service` (from `Authorization`).
     pub scopes: Vec<String>,
@@ -85,13 +86,28 @@ async fn forward(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // JSON protocols name the action in X-Amz-Target; the query protocol (Elastic Load
+    // Balancing, EC2) in the form body's `Action`.
+    let query = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
     let action = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .and_then(|t| t.rsplit('.').next())
-        .unwrap_or("")
-        .to_string();
-    let write = ["Put", "Delete", "Create", "Update"]
+        .map(str::to_string)
+        .or_else(|| {
+            query
+                .then(|| {
+                    String::from_utf8_lossy(&body)
+                        .split('&')
+                        .find_map(|pair| pair.strip_prefix("Action=").map(str::to_string))
+                })
+                .flatten()
+        })
+        .unwrap_or_default();
+    let write = ["Put", "Delete", "Create", "Update", "Modify"]
         .iter()
         .any(|p| action.starts_with(p));
     let fault = {
@@ -110,6 +126,17 @@ async fn forward(
         }
     };
     match &fault {
+        Some(Fault::Status(code)) if query => {
+            let (status, kind) = if *code == 429 {
+                (StatusCode::BAD_REQUEST, "Throttling")
+            } else {
+                (StatusCode::from_u16(*code).unwrap(), "InternalFailure")
+            };
+            let body = format!(
+                "<ErrorResponse><Error><Type>Receiver</Type><Code>{kind}</Code><Message>injected fault</Message></Error><RequestId>fault</RequestId></ErrorResponse>"
+            );
+            return (status, [("content-type", "text/xml")], body).into_response();
+        }
         Some(Fault::Status(429)) => {
             let body = r#"{"__type":"ThrottlingException","message":"Rate exceeded (injected)"}"#;
             return (

@@ -333,6 +333,7 @@ pub const PREAMBLE: &str = r#"terraform {
 }
 "#;
 pub mod cloudflare_provider;
+pub mod elbv2;
 pub mod fake_cloudflare;
 pub mod fake_compute;
 pub mod fake_google_auth;

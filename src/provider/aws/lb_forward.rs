@@ -7,8 +7,7 @@
 //!
 //! Then the write: [`rewrite`] turns the action list read into the one to send back whole
 //! (`ModifyListener`/`ModifyRule` replace the list), changing only the forward's weights.
-//!
-//! Work in progress on branch `wip/issue-63-lb-weights`: not wired into the provider yet.
+//! The calls themselves are `Aws::forward_actions` and `Aws::write_actions`.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +18,16 @@ pub const MAX_WEIGHT: u32 = 999;
 
 /// The most target groups one forward action takes.
 pub const MAX_GROUPS: usize = 5;
+
+/// The action list as read, and whether it is a listener's default rule (written through
+/// ModifyListener).
+#[derive(Debug, Clone)]
+pub struct LiveActions {
+    /// The actions, in the order AWS gave them.
+    pub actions: Vec<Action>,
+    /// The rule read is its listener's default rule.
+    pub default_rule: bool,
+}
 
 /// Where the weights live: a listener's default action, or a listener rule's.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 //! never logged. Knows nothing about Terraform.
 
 pub mod lb_forward;
+pub mod lb_weights;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -260,6 +261,10 @@ pub struct Aws {
     sts: aws_sdk_sts::Client,
     /// Cost Explorer: served from us-east-1 only, whatever the block's region.
     cost_explorer: aws_sdk_costexplorer::Client,
+    /// Elastic Load Balancing v2: the weights of a listener's or rule's forward action.
+    elbv2: aws_sdk_elasticloadbalancingv2::Client,
+    /// The region calls go to (the block's, else the chain's).
+    region: Option<String>,
     /// No region from the block or the chain: every call fails, and says why.
     no_region: bool,
     /// `AWS_PROFILE` names a profile the shared files do not hold (the block names none):
@@ -508,6 +513,8 @@ impl Aws {
                     .region(aws_config::Region::new(COST_EXPLORER_REGION))
                     .build(),
             ),
+            elbv2: aws_sdk_elasticloadbalancingv2::Client::new(&config),
+            region: config.region().map(|r| r.as_ref().to_string()),
             no_region: config.region().is_none(),
             profile_problem,
         }
@@ -529,6 +536,107 @@ impl Aws {
             ));
         }
         sdk(what, e)
+    }
+
+    /// The region calls go to: the `aws` block's, else the standard chain's.
+    pub fn region(&self) -> Option<&str> {
+        self.region.as_deref()
+    }
+
+    /// The action list of a listener's default action (DescribeListeners) or of a rule
+    /// (DescribeRules), and whether that rule is its listener's default rule.
+    ///
+    /// # Errors
+    /// [`AwsError::NotFound`] when the listener or rule does not exist; else the SDK's error.
+    pub async fn forward_actions(&self, target: &lb_forward::Target) -> Result<lb_forward::LiveActions, AwsError> {
+        let not_found = |e: &dyn aws_sdk_elasticloadbalancingv2::error::ProvideErrorMetadata| {
+            matches!(
+                e.code(),
+                Some("ListenerNotFound" | "RuleNotFound" | "LoadBalancerNotFound")
+            )
+        };
+        match &target.rule_id {
+            None => {
+                tracing::debug!(aws_call = "elasticloadbalancing:DescribeListeners");
+                let out = match self.elbv2.describe_listeners().listener_arns(&target.arn).send().await {
+                    Ok(out) => out,
+                    Err(e) if e.as_service_error().is_some_and(|s| not_found(s)) => {
+                        return Err(AwsError::NotFound(format!("listener {}", target.arn)))
+                    }
+                    Err(e) => {
+                        return Err(self.sdk(&format!("elasticloadbalancing:DescribeListeners {}", target.arn), e))
+                    }
+                };
+                let listener = out
+                    .listeners()
+                    .iter()
+                    .find(|l| l.listener_arn() == Some(target.arn.as_str()))
+                    .ok_or_else(|| AwsError::NotFound(format!("listener {}", target.arn)))?;
+                Ok(lb_forward::LiveActions {
+                    actions: listener.default_actions().to_vec(),
+                    default_rule: false,
+                })
+            }
+            Some(_) => {
+                tracing::debug!(aws_call = "elasticloadbalancing:DescribeRules");
+                let out = match self.elbv2.describe_rules().rule_arns(&target.arn).send().await {
+                    Ok(out) => out,
+                    Err(e) if e.as_service_error().is_some_and(|s| not_found(s)) => {
+                        return Err(AwsError::NotFound(format!("listener rule {}", target.arn)))
+                    }
+                    Err(e) => return Err(self.sdk(&format!("elasticloadbalancing:DescribeRules {}", target.arn), e)),
+                };
+                let rule = out
+                    .rules()
+                    .iter()
+                    .find(|r| r.rule_arn() == Some(target.arn.as_str()))
+                    .ok_or_else(|| AwsError::NotFound(format!("listener rule {}", target.arn)))?;
+                Ok(lb_forward::LiveActions {
+                    actions: rule.actions().to_vec(),
+                    default_rule: rule.is_default() == Some(true),
+                })
+            }
+        }
+    }
+
+    /// Writes a whole action list back: ModifyListener's `DefaultActions` for a listener and
+    /// for a listener's default rule (AWS refuses ModifyRule on it), ModifyRule's `Actions`
+    /// for any other rule. Conditions, priority, port, protocol and certificates are not sent,
+    /// so AWS keeps them.
+    ///
+    /// # Errors
+    /// The SDK's error; [`AwsError::Unconfirmed`] when no answer came (the write may be applied).
+    pub async fn write_actions(
+        &self,
+        target: &lb_forward::Target,
+        default_rule: bool,
+        actions: Vec<aws_sdk_elasticloadbalancingv2::types::Action>,
+    ) -> Result<(), AwsError> {
+        if target.rule_id.is_none() || default_rule {
+            tracing::debug!(aws_call = "elasticloadbalancing:ModifyListener");
+            self.elbv2
+                .modify_listener()
+                .listener_arn(&target.listener_arn)
+                .set_default_actions(Some(actions))
+                .send()
+                .await
+                .map_err(|e| {
+                    self.sdk(
+                        &format!("elasticloadbalancing:ModifyListener {}", target.listener_arn),
+                        e,
+                    )
+                })?;
+        } else {
+            tracing::debug!(aws_call = "elasticloadbalancing:ModifyRule");
+            self.elbv2
+                .modify_rule()
+                .rule_arn(&target.arn)
+                .set_actions(Some(actions))
+                .send()
+                .await
+                .map_err(|e| self.sdk(&format!("elasticloadbalancing:ModifyRule {}", target.arn), e))?;
+        }
+        Ok(())
     }
 
     /// STS GetCallerIdentity: the account the credentials belong to.

@@ -1,5 +1,6 @@
 //! The provider's managed resource types, one folder each.
 
+pub mod lb_forward_weights;
 pub mod region_hint;
 pub mod region_hints;
 pub mod weighted_backend;
