@@ -1,8 +1,8 @@
 # Blue/green on an Application Load Balancer: the listener's default action forwards to
 # web-blue and web-green, and this resource owns only their weights. In a configuration
-# with the aws provider, use the references instead of the literal ARNs:
+# with the aws provider, use references instead of the literal ARNs:
 #   listener_arn = aws_lb_listener.web.arn
-#   "web-green"  = ... or aws_lb_target_group.green.arn = ...
+#   weights = { (aws_lb_target_group.green.arn) = 100 }   # a group's ARN or its name: the same group
 #
 # The aws_lb_listener keeps everything else (the OIDC login, the Orders, the stickiness)
 # and ignores the weights, so the two never fight:
@@ -17,8 +17,8 @@ resource "locality_lb_forward_weights" "web" {
 }
 
 # A canary on one listener rule (Application Load Balancers): 10 % to web-canary. Groups
-# not listed (web-green here) keep their live weight; plan fails only if every group of
-# the action would be at 0.
+# not listed keep their live weight; plan fails only if every group of the action would
+# be at 0.
 resource "locality_lb_forward_weights" "api" {
   rule_arn = "arn:aws:elasticloadbalancing:ap-northeast-1:123456789012:listener-rule/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2/9683b2d02a6cabee"
 
