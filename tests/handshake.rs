@@ -455,7 +455,7 @@ fn a_grpcio_client_completes_automtls_and_calls_the_provider() {
         "handshake: 1|6|tcp|127.0.0.1:",
         "server certificate: Public Key Algorithm: id-ecPublicKey NIST CURVE: P-256",
         "TLS: connected",
-        "GetMetadata: resources locality_region_hint, locality_region_hints, locality_weighted_backend, locality_zone_replica_map",
+        "GetMetadata: resources locality_lb_forward_weights, locality_region_hint, locality_region_hints, locality_weighted_backend, locality_zone_replica_map",
         "GetProviderSchema: provider blocks aws, cloudflare, google",
         "CallFunction canonical_ip(\"2001:DB8::0001\"): '2001:db8::1'",
         "StopProvider: error ''",

@@ -965,16 +965,15 @@ fn laravel_reads_in_the_zone_and_from_the_reader_when_the_replica_is_killed() {
 }
 
 /// Yii2 2.0.55 and yii2-redis 2.1.2 (BSD-3-Clause), loaded without Composer:
-/// `LOCALITY_YII2_VENDOR`, or `../shared/vendor/php` beside the checkout.
+/// `LOCALITY_YII2_VENDOR`, or the team's vendor folder for PHP beside the checkout (the README
+/// names it).
 fn yii2_vendor() -> PathBuf {
     if let Some(dir) = std::env::var_os("LOCALITY_YII2_VENDOR") {
         return dir.into();
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        root.join("../shared/vendor/php"),
-        PathBuf::from("/work/shared/vendor/php"),
-    ]
+    let vendor = |base: PathBuf| base.join("shared").join("vendor").join("php");
+    [vendor(root.join("..")), vendor(PathBuf::from("/work"))]
     .into_iter()
     .find(|dir| dir.join("yii2/framework/Yii.php").is_file())
     .expect("Yii2 and yii2-redis: set LOCALITY_YII2_VENDOR to the folder holding yii2/ and yii2-redis/")

@@ -2,12 +2,11 @@
 //! and `locality_shift_lb_weights` read and check before any call (issue 63): the target (a
 //! listener's default action, or an ALB listener rule) from its ARN, target groups named by name
 //! or ARN as one, and the weights AWS takes (whole numbers 0–999, at most 5 groups, not every
-//! group at 0). Pure: no SDK type, so that the plan's checks and their sentences are tested
-//! alone.
-//!
-//! Then the write: [`rewrite`] turns the action list read into the one to send back whole
-//! (`ModifyListener`/`ModifyRule` replace the list), changing only the forward's weights.
-//! The calls themselves are `Aws::forward_actions` and `Aws::write_actions`.
+//! group at 0), and [`rewrite`], which turns the action list read into the one to send back
+//! whole (`ModifyListener`/`ModifyRule` replace the list), changing only the forward's weights.
+//! Pure: no call, so that the checks and their sentences are tested alone. The calls are
+//! `Aws::forward_actions` and `Aws::write_actions`; one write with its reads is
+//! `super::lb_weights::set_weights`.
 
 use std::collections::BTreeMap;
 

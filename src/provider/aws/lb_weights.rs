@@ -14,6 +14,7 @@ use aws_sdk_elasticloadbalancingv2::types::{Action, ActionTypeEnum};
 
 use super::lb_forward::{live_groups, plan_weights, rewrite, LiveActions, Refusal, Target};
 use super::{Aws, AwsError};
+use crate::provider::actions::shift_weights::show;
 
 /// Why the weights were not written (or not as asked).
 #[derive(Debug)]
@@ -93,14 +94,6 @@ fn comparable(action: &Action) -> String {
         action.target_group_arn = None;
     }
     format!("{action:?}")
-}
-
-fn show(weights: &BTreeMap<String, u32>) -> String {
-    weights
-        .iter()
-        .map(|(k, w)| format!("{k}={w}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Sets the forward's weights (`weights`: a group's name or ARN → weight; groups not named keep

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 pub use model::ShiftLbWeightsModel;
 pub use schema::schema;
 
-use crate::provider::actions::shift_weights::{step_weights, MAX_STEPS};
+use crate::provider::actions::shift_weights::{pause, show, step_count, step_weights};
 use crate::provider::aws::lb_forward::{group_name, plan_weights, Target};
 use crate::provider::aws::lb_weights::{by_name, read_groups, set_weights};
 use crate::provider::aws::Aws;
@@ -26,7 +26,7 @@ use crate::provider::resources::lb_forward_weights::{
     connect, failure_diagnostic, refusal_diagnostics, target_attribute, validate_target_and_weights, weight,
 };
 use crate::provider::ProviderData;
-use crate::tfplugin::{Action, AttributePath, Context, Diagnostics, Field, Progress, Schema};
+use crate::tfplugin::{Action, AttributePath, Context, Diagnostics, Progress, Schema};
 
 /// The action type.
 pub struct ShiftLbWeights;
@@ -34,35 +34,13 @@ pub struct ShiftLbWeights;
 /// The Terraform type name.
 pub const TYPE_NAME: &str = "locality_shift_lb_weights";
 
-/// The longest pause between steps.
-const MAX_INTERVAL: Duration = Duration::from_secs(3600);
-
 impl ShiftLbWeightsModel {
-    /// The number of steps (default 1), when valid.
     fn step_count(&self) -> Result<u64, String> {
-        match &self.steps {
-            Field::Null | Field::Unknown => Ok(1),
-            Field::Known(n) => n
-                .as_u64()
-                .filter(|s| (1..=MAX_STEPS).contains(s))
-                .ok_or_else(|| format!("{n} is not a number of steps: use a whole number from 1 to {MAX_STEPS}.")),
-        }
+        step_count(&self.steps)
     }
 
-    /// The pause between steps (default none), when valid.
     fn pause(&self) -> Result<Duration, String> {
-        match self.interval.get() {
-            None => Ok(Duration::ZERO),
-            Some(text) => humantime::parse_duration(text)
-                .ok()
-                .filter(|d| *d <= MAX_INTERVAL)
-                .ok_or_else(|| {
-                    format!(
-                        "\"{}\" is not an interval: use a duration such as \"30s\" or \"2m\", at most 1h.",
-                        locality_resolve::printable::printable_cut(text, 40)
-                    )
-                }),
-        }
+        pause(&self.interval)
     }
 
     /// The target weights by group name, when every one is known and valid.
@@ -73,14 +51,6 @@ impl ShiftLbWeightsModel {
             .map(|(k, v)| Some((group_name(k)?.to_string(), weight(v.get()?)?)))
             .collect()
     }
-}
-
-fn show(weights: &BTreeMap<String, u32>) -> String {
-    weights
-        .iter()
-        .map(|(k, w)| format!("{k}={w}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The client, the target and the target weights, or why not.

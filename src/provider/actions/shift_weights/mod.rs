@@ -48,27 +48,40 @@ impl ShiftWeightsModel {
 
     /// The number of steps (default 1), when valid.
     fn step_count(&self) -> Result<u64, String> {
-        match &self.steps {
-            Field::Null => Ok(1),
-            Field::Unknown => Ok(1),
-            Field::Known(n) => n
-                .as_u64()
-                .filter(|s| (1..=MAX_STEPS).contains(s))
-                .ok_or_else(|| format!("{n} is not a number of steps: use a whole number from 1 to {MAX_STEPS}.")),
-        }
+        step_count(&self.steps)
     }
 
     /// The pause between steps (default none), when valid.
     fn pause(&self) -> Result<Duration, String> {
-        match self.interval.get() {
-            None => Ok(Duration::ZERO),
-            Some(text) => humantime::parse_duration(text)
-                .ok()
-                .filter(|d| *d <= MAX_INTERVAL)
-                .ok_or_else(|| {
-                    format!("{text:?} is not an interval: use a duration such as \"30s\" or \"2m\", at most 1h.")
-                }),
-        }
+        pause(&self.interval)
+    }
+}
+
+/// `steps`: how many equal steps (default 1), when valid (shared with `locality_shift_lb_weights`).
+pub(crate) fn step_count(steps: &Field<crate::tfplugin::Number>) -> Result<u64, String> {
+    match steps {
+        Field::Null | Field::Unknown => Ok(1),
+        Field::Known(n) => n
+            .as_u64()
+            .filter(|s| (1..=MAX_STEPS).contains(s))
+            .ok_or_else(|| format!("{n} is not a number of steps: use a whole number from 1 to {MAX_STEPS}.")),
+    }
+}
+
+/// `interval`: the pause between steps (default none), when valid (shared with
+/// `locality_shift_lb_weights`).
+pub(crate) fn pause(interval: &Field<String>) -> Result<Duration, String> {
+    match interval.get() {
+        None => Ok(Duration::ZERO),
+        Some(text) => humantime::parse_duration(text)
+            .ok()
+            .filter(|d| *d <= MAX_INTERVAL)
+            .ok_or_else(|| {
+                format!(
+                    "\"{}\" is not an interval: use a duration such as \"30s\" or \"2m\", at most 1h.",
+                    locality_resolve::printable::printable_cut(text, 40)
+                )
+            }),
     }
 }
 
@@ -104,7 +117,8 @@ pub fn step_weights(
     step
 }
 
-fn show(weights: &BTreeMap<String, u32>) -> String {
+/// Weights as `name=weight, ...` (the actions' progress lines).
+pub(crate) fn show(weights: &BTreeMap<String, u32>) -> String {
     weights
         .iter()
         .map(|(k, w)| format!("{k}={w}"))
