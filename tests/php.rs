@@ -974,9 +974,9 @@ fn yii2_vendor() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let vendor = |base: PathBuf| base.join("shared").join("vendor").join("php");
     [vendor(root.join("..")), vendor(PathBuf::from("/work"))]
-    .into_iter()
-    .find(|dir| dir.join("yii2/framework/Yii.php").is_file())
-    .expect("Yii2 and yii2-redis: set LOCALITY_YII2_VENDOR to the folder holding yii2/ and yii2-redis/")
+        .into_iter()
+        .find(|dir| dir.join("yii2/framework/Yii.php").is_file())
+        .expect("Yii2 and yii2-redis: set LOCALITY_YII2_VENDOR to the folder holding yii2/ and yii2-redis/")
 }
 
 /// Sends a signal to a node's process (SIGSTOP: the kernel still accepts its connections, and
