@@ -59,10 +59,11 @@ fn variants(dir: &Path) -> Vec<Variant> {
 
 /// Every example directory validates with the real terraform (each import example on its own;
 /// the 1.12+ ones with Terraform 1.15.5); generated Google configurations are checked against
-/// the stand-in google provider.
+/// the stand-in google provider, generated AWS ones against the stand-in aws provider.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_example_validates() {
-    let reattach = common::google::start().await;
+    let reattach =
+        common::aws_provider::merge(&common::google::start().await, &common::aws_provider::start(None).await);
     let mut dirs = Vec::new();
     example_dirs(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples"), &mut dirs);
     assert!(dirs.len() >= 8, "{dirs:?}");

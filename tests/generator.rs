@@ -62,7 +62,8 @@ fn generate_case(case: &Case) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goldens_match_and_terraform_accepts_them() {
     let bless = std::env::var("BLESS").is_ok_and(|v| v == "1");
-    let reattach = common::google::start().await;
+    let reattach =
+        common::aws_provider::merge(&common::google::start().await, &common::aws_provider::start(None).await);
     let cases = cases();
     assert!(cases.len() >= 10, "fixtures missing");
     tokio::task::spawn_blocking(move || {
@@ -84,7 +85,7 @@ async fn goldens_match_and_terraform_accepts_them() {
             let mut tf = common::Terraform::dev_overrides();
             tf.env("TF_REATTACH_PROVIDERS", &reattach);
             tf.write(case.expected, &generated);
-            if generated.contains("locality_weighted_backend") {
+            if generated.contains("locality_weighted_backend") || generated.contains("locality_lb_forward_weights") {
                 // The module declares where `locality` comes from; the generated file does not
                 // (a second required_providers entry for it would clash with the user's).
                 tf.write("versions.tf", common::PREAMBLE);
@@ -590,12 +591,17 @@ fn cli_writes_checks_and_refuses_invalid_specs() {
 fn example_output_is_current() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let elsewhere = tempfile::tempdir().unwrap();
-    for dir in ["examples/generator", "examples/generator/managed-weights"] {
-        let (spec, tf) = (format!("{dir}/tokyo-osaka.hcl"), format!("{dir}/tokyo-osaka.tf"));
+    for (dir, name) in [
+        ("examples/generator", "tokyo-osaka"),
+        ("examples/generator/managed-weights", "tokyo-osaka"),
+        ("examples/generator/aws-blue-green", "web"),
+    ] {
+        let (spec, tf) = (format!("{dir}/{name}.hcl"), format!("{dir}/{name}.tf"));
+        let (spec_file, tf_file) = (format!("{name}.hcl"), format!("{name}.tf"));
         let (abs_spec, abs_tf) = (root.join(&spec), root.join(&tf));
         for (args, cwd) in [
             (vec![spec.as_str(), tf.as_str()], root.to_path_buf()),
-            (vec!["tokyo-osaka.hcl", "tokyo-osaka.tf"], root.join(dir)),
+            (vec![spec_file.as_str(), tf_file.as_str()], root.join(dir)),
             (
                 vec![abs_spec.to_str().unwrap(), abs_tf.to_str().unwrap()],
                 elsewhere.path().to_path_buf(),

@@ -61,6 +61,9 @@ pub fn blocks(spec: &Spec) -> Vec<Block> {
     for service in &spec.services {
         out.extend(service_blocks(service));
     }
+    for forward in &spec.forwards {
+        out.extend(super::aws::blocks(forward));
+    }
     out
 }
 

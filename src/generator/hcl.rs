@@ -15,6 +15,8 @@ pub enum Expr {
     Str(String),
     /// A whole number.
     Int(i64),
+    /// `true` or `false`.
+    Bool(bool),
     /// A reference such as `google_compute_backend_service.web.id` (written bare, never quoted;
     /// `"${...}"` in JSON).
     Traversal(Vec<String>),
@@ -107,6 +109,7 @@ impl Expr {
         match self {
             Expr::Str(s) => quote(s),
             Expr::Int(i) => i.to_string(),
+            Expr::Bool(b) => b.to_string(),
             Expr::Traversal(parts) => parts.join("."),
             Expr::StaticRef(r) => r.clone(),
             Expr::List(items) if items.is_empty() => "[]".into(),
@@ -134,6 +137,7 @@ impl Expr {
         match self {
             Expr::Str(s) => s.replace("${", "$${").replace("%{", "%%{").into(),
             Expr::Int(i) => (*i).into(),
+            Expr::Bool(b) => (*b).into(),
             Expr::Traversal(parts) => format!("${{{}}}", parts.join(".")).into(),
             Expr::StaticRef(r) => r.clone().into(),
             Expr::List(items) => items.iter().map(Expr::json).collect::<Vec<_>>().into(),

@@ -1,13 +1,16 @@
-//! `locality gen`: a compact spec in, the long Google Cloud failover HCL out
-//! (`docs/guides/generator.md`).
+//! `locality gen`: a compact spec in, the long Google Cloud failover HCL (and the AWS load
+//! balancer weighted forward) out (`docs/guides/generator.md`).
 //!
 //! - `tree.rs` reads the spec (HCL or JSON) into a spanned tree;
 //! - `spec.rs` checks it and builds the model, with `file:line:column` diagnostics;
+//! - `aws.rs` checks and emits the AWS `forward` blocks (target groups, listener or rule,
+//!   `locality_lb_forward_weights`);
 //! - `emit.rs` turns the model into blocks; `hcl.rs` writes them as `terraform fmt` would
 //!   (or as `.tf.json`).
 //!
 //! No tonic, no protocol layer here.
 
+pub mod aws;
 pub mod command;
 pub mod diagnostic;
 pub mod emit;

@@ -17,6 +17,8 @@ pub use crate::naming::{is_google_name, is_project_id};
 pub struct Spec {
     /// Services in spec order.
     pub services: Vec<Service>,
+    /// AWS load balancer forwards in spec order (`super::aws`).
+    pub forwards: Vec<super::aws::Forward>,
 }
 
 /// One service: a Cloud Run service deployed in several regions behind one URL map.
@@ -84,6 +86,9 @@ pub struct Outlier {
 /// Allowed backend protocols for serverless NEG backends.
 pub const PROTOCOLS: [&str; 3] = ["HTTP", "HTTPS", "HTTP2"];
 
+/// The blocks of the spec's top level.
+const TOP_BLOCKS: [&str; 2] = ["service", "forward"];
+
 const SERVICE_ATTRS: [&str; 4] = ["project", "protocol", "active", "weights_managed_by"];
 const SERVICE_BLOCKS: [&str; 2] = ["region", "outlier_detection"];
 const REGION_ATTRS: [&str; 2] = ["location", "cloud_run"];
@@ -100,7 +105,7 @@ const OUTLIER_ATTRS: [&str; 7] = [
 /// Block types and their label counts, for the JSON reader.
 pub fn block_shape(parent: &str, name: &str) -> Option<usize> {
     match (parent, name) {
-        ("", "service") | ("service", "region") => Some(1),
+        ("", "service") | ("service", "region") | ("", "forward") | ("forward", "target_group") => Some(1),
         ("service", "outlier_detection") => Some(0),
         _ => None,
     }
@@ -116,19 +121,37 @@ pub fn lower(root: &Node) -> (Option<Spec>, Vec<SpecDiagnostic>) {
             key.span.clone(),
             "at the top level",
             &[],
-            &["service"],
+            &TOP_BLOCKS,
         ));
     }
     let mut services = Vec::new();
+    let mut forwards = Vec::new();
     let mut seen: HashMap<&str, Range<usize>> = HashMap::new();
+    let mut seen_forwards: HashMap<&str, Range<usize>> = HashMap::new();
     for block in &root.blocks {
+        if block.ident.value == "forward" {
+            let Some(label) = one_label(block, &mut d) else {
+                continue;
+            };
+            if seen_forwards.insert(&label.value, label.span.clone()).is_some() {
+                d.push(
+                    SpecDiagnostic::error(label.span.clone(), format!("duplicate forward \"{}\"", label.value))
+                        .help("each forward name may appear once"),
+                );
+                continue;
+            }
+            if let Some(forward) = super::aws::lower_forward(block, label, &mut d) {
+                forwards.push((forward, label.span.clone()));
+            }
+            continue;
+        }
         if block.ident.value != "service" {
             d.push(unknown(
                 &block.ident.value,
                 block.ident.span.clone(),
                 "at the top level",
                 &[],
-                &["service"],
+                &TOP_BLOCKS,
             ));
             continue;
         }
@@ -147,15 +170,21 @@ pub fn lower(root: &Node) -> (Option<Spec>, Vec<SpecDiagnostic>) {
         }
     }
     if root.blocks.is_empty() && root.attributes.is_empty() {
-        d.push(SpecDiagnostic::error(0..0, "the spec has no service").help("add a `service \"NAME\" { ... }` block"));
+        d.push(
+            SpecDiagnostic::error(0..0, "the spec has no service and no forward").help(
+                "add a `service \"NAME\" { ... }` block (Google Cloud) or a `forward \"NAME\" { ... }` block (AWS)",
+            ),
+        );
     }
     check_generated_names(&services, &mut d);
+    super::aws::check_collisions(&forwards, &mut d);
     let ok = !d.iter().any(|x| x.level == Level::Error);
     let services = services.into_iter().map(|(service, _)| service).collect();
-    (ok.then_some(Spec { services }), d)
+    let forwards = forwards.into_iter().map(|(forward, _)| forward).collect();
+    (ok.then_some(Spec { services, forwards }), d)
 }
 
-fn one_label<'a>(block: &'a Node, d: &mut Vec<SpecDiagnostic>) -> Option<&'a Spanned<String>> {
+pub(super) fn one_label<'a>(block: &'a Node, d: &mut Vec<SpecDiagnostic>) -> Option<&'a Spanned<String>> {
     match block.labels.as_slice() {
         [label] => Some(label),
         _ => {
@@ -171,7 +200,7 @@ fn one_label<'a>(block: &'a Node, d: &mut Vec<SpecDiagnostic>) -> Option<&'a Spa
     }
 }
 
-fn unknown(name: &str, span: Range<usize>, place: &str, attrs: &[&str], blocks: &[&str]) -> SpecDiagnostic {
+pub(super) fn unknown(name: &str, span: Range<usize>, place: &str, attrs: &[&str], blocks: &[&str]) -> SpecDiagnostic {
     let all: Vec<&str> = attrs.iter().chain(blocks).copied().collect();
     let what = if blocks.contains(&name) || attrs.contains(&name) {
         "misplaced"
@@ -196,7 +225,7 @@ fn unknown(name: &str, span: Range<usize>, place: &str, attrs: &[&str], blocks: 
 }
 
 /// The attributes of a block by name, reporting unknown and duplicate ones.
-fn attributes<'a>(
+pub(super) fn attributes<'a>(
     block: &'a Node,
     allowed: &[&str],
     blocks: &[&str],
@@ -217,7 +246,7 @@ fn attributes<'a>(
     out
 }
 
-fn required<'a>(
+pub(super) fn required<'a>(
     attrs: &HashMap<&str, &'a Spanned<Literal>>,
     name: &str,
     block: &Node,
@@ -236,7 +265,7 @@ fn required<'a>(
     found
 }
 
-fn string<'a>(value: &'a Spanned<Literal>, name: &str, d: &mut Vec<SpecDiagnostic>) -> Option<&'a str> {
+pub(super) fn string<'a>(value: &'a Spanned<Literal>, name: &str, d: &mut Vec<SpecDiagnostic>) -> Option<&'a str> {
     match &value.value {
         Literal::Str(s) => Some(s),
         other => {
@@ -249,7 +278,7 @@ fn string<'a>(value: &'a Spanned<Literal>, name: &str, d: &mut Vec<SpecDiagnosti
     }
 }
 
-fn describe(literal: &Literal) -> &'static str {
+pub(super) fn describe(literal: &Literal) -> &'static str {
     match literal {
         Literal::Str(_) => "a string",
         Literal::Num(_) => "a number",

@@ -332,6 +332,7 @@ pub const PREAMBLE: &str = r#"terraform {
   }
 }
 "#;
+pub mod aws_provider;
 pub mod cloudflare_provider;
 pub mod elbv2;
 pub mod fake_cloudflare;
