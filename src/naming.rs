@@ -2,6 +2,8 @@
 //! resource names and project IDs, and "did you mean" by edit distance. No dependencies on
 //! either layer.
 
+pub mod elb;
+
 /// Google's resource-name rule: RFC 1035, 1-63 characters (lowercase letters, digits and
 /// hyphens, starting with a letter, not ending with a hyphen).
 pub fn is_google_name(name: &str) -> bool {

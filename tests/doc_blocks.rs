@@ -4,7 +4,7 @@
 //!
 //! | block | what is done |
 //! |---|---|
-//! | `terraform`, `hcl` | `terraform validate` with this provider (dev_overrides) and the hashicorp/google stand-in; 1.15.5 for `action` and `list` blocks (`*.tfquery.hcl`); `import` and `removed` fragments with the page's first example |
+//! | `terraform`, `hcl` | `terraform validate` with this provider (dev_overrides) and the hashicorp/google and hashicorp/aws stand-ins; 1.15.5 for `action` and `list` blocks (`*.tfquery.hcl`); `import` and `removed` fragments with the page's first example |
 //! | `hcl` with `provider_installation` | used as the CLI config of `terraform version`: no configuration problem reported |
 //! | `hcl` / `json` generator spec | `locality gen` on it succeeds |
 //! | `json` replica map | valid against schema/replica-map.v1.schema.json and parsed by `locality resolve` |
@@ -38,7 +38,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const SUBSTITUTIONS: &str = "sh-run/release-steps environment: PATH += the built `locality`; AWS_ACCESS_KEY_ID/SECRET=testing, \
 AWS_REGION=ap-northeast-1, AWS_ENDPOINT_URL=moto (holding /prod/cache/replica-map); LOCALITY_ZONE=ap-northeast-1a; \
 HOME and XDG_RUNTIME_DIR=a temp dir; cwd holds replica-map.json and spec.hcl (examples/generator/tokyo-osaka.hcl) with its current output as failover.tf. \
-release-steps: VERSION = Cargo.toml's version. Terraform blocks: versions.tf with required_providers for locality and google.";
+release-steps: VERSION = Cargo.toml's version. Terraform blocks: versions.tf with required_providers for locality, google and aws.";
 
 /// One fenced block.
 #[derive(Debug, Clone)]
@@ -299,7 +299,7 @@ fn terraform_validate(block: &Block, all: &[Block], v115: bool, query: bool, goo
     if !text.contains("required_providers") {
         tf.write(
             "versions.tf",
-            "terraform {\n  required_providers {\n    locality = { source = \"locality/locality\" }\n    google   = { source = \"hashicorp/google\" }\n  }\n}\n",
+            "terraform {\n  required_providers {\n    locality = { source = \"locality/locality\" }\n    google   = { source = \"hashicorp/google\" }\n    aws      = { source = \"hashicorp/aws\" }\n  }\n}\n",
         );
     }
     tf.write(if query { "main.tfquery.hcl" } else { "main.tf" }, &text);
@@ -318,7 +318,11 @@ async fn every_block_runs_or_validates_as_written() {
     let all = blocks();
     let moto = common::moto::Moto::start();
     let shell = shell_env(&moto).await;
-    let google = common::google::start_with(None).await;
+    // The google and aws stand-ins, one reattach value.
+    let google = common::aws_provider::merge(
+        &common::google::start_with(None).await,
+        &common::aws_provider::start(None).await,
+    );
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(Path::new(ROOT).join("schema/replica-map.v1.schema.json")).unwrap(),
     )

@@ -827,3 +827,110 @@ fn json_specs_are_read_as_json_with_hints_in_json() {
     let out = locality(&["gen", "spec.hcl"], dir.path());
     assert!(String::from_utf8_lossy(&out.stderr).contains("add `cloud_run = \"SERVICE\"`"));
 }
+
+/// The AWS spec's errors: each at the place the mutated text puts it (line and column found by
+/// searching the text, not by the generator), with what is allowed.
+#[test]
+fn aws_spec_errors_name_their_location_and_what_is_allowed() {
+    let base = std::fs::read_to_string(fixtures().join("aws-blue-green/spec.hcl")).unwrap();
+    let six_groups = base.replace(
+        "  target_group \"canary\" {",
+        "  target_group \"c1\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"c2\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"c3\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"c4\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"canary\" {",
+    );
+    let cases: Vec<(String, &str, &[&str])> = vec![
+        (
+            base.replace("weight = 90", "weight = 1000"),
+            "1000",
+            &["`weight` must be a whole number from 0 to 999"],
+        ),
+        (
+            base.replace("active = [\"blue\"]", "active = [\"purple\"]"),
+            "[\"purple\"]",
+            &["target group \"purple\", which is not defined", "target groups: blue, green"],
+        ),
+        (
+            base.replace("loadbalancer/app/web", "targetgroup/web"),
+            "\"arn:aws:elasticloadbalancing:ap-northeast-1:123456789012:targetgroup/web",
+            &["is not a load balancer ARN", "loadbalancer/app|net/NAME/ID"],
+        ),
+        (
+            base.replace(
+                "  certificate_arn   = \"arn:aws:acm:ap-northeast-1:123456789012:certificate/2c5a0f6e-9d4b-4c9e-8a57-5c1b6d2e7f10\"\n",
+                "",
+            ),
+            "\"HTTPS\"",
+            &["an HTTPS or TLS listener needs `certificate_arn`"],
+        ),
+        (
+            base.replace("loadbalancer/app/web", "loadbalancer/net/web")
+                .replace("\"HTTPS\"", "\"TLS\""),
+            "\"5m\"",
+            &["takes no stickiness duration", "#45164"],
+        ),
+        (
+            base.replace("active = [\"blue\"]", "active = [\"blue\"]\n  listener_arn = \"arn:aws:elasticloadbalancing:ap-northeast-1:123456789012:listener/app/x/1/2\""),
+            "\"arn:aws:elasticloadbalancing:ap-northeast-1:123456789012:listener/app/x/1/2\"",
+            &["`load_balancer_arn` and `listener_arn` both given"],
+        ),
+        (
+            base.replace("target_group \"blue\"", "target_group \"blue-blue-blue-blue-blue-blue-blue\""),
+            "\"blue-blue-",
+            &["\"web-blue-blue-blue-blue-blue-blue-blue\" is not one AWS takes", "at most 32 characters"],
+        ),
+        (six_groups, "\"api\" {", &["has 6 target groups; a forward action takes at most 5"]),
+        (
+            base.replace("listener/app/web", "listener/net/web"),
+            "\"arn:aws:elasticloadbalancing:ap-northeast-1:123456789012:listener/net",
+            &["a Network Load Balancer's listener has no rules"],
+        ),
+        (
+            base.replacen("\"locality_lb_forward_weights\"", "\"locality_lb_forward_weight\"", 1),
+            "\"locality_lb_forward_weight\"",
+            &["did you mean \"locality_lb_forward_weights\"", "\"codedeploy\", \"ecs\""],
+        ),
+        (
+            base.replace("  priority      = 10\n", "  priority      = 10\n  active        = [\"stable\"]\n"),
+            "[\"stable\"]",
+            &["`active` and target groups' `weight` both given"],
+        ),
+        (
+            base.replace("weight = 90", "weight = 0").replace("weight = 10", "weight = 0"),
+            "\"api\" {",
+            &["every target group's weight is 0"],
+        ),
+        (
+            base.replace("  port = 8080\n  }\n\n  target_group \"green\"", "  }\n\n  target_group \"green\""),
+            "\"blue\" {",
+            &["target_group \"blue\" is missing the required attribute `port`"],
+        ),
+    ];
+    for (text, needle, words) in cases {
+        assert_ne!(text, base, "the case changes the spec ({needle})");
+        let at = text.find(needle).unwrap_or_else(|| panic!("{needle} not in the case"));
+        let line = text[..at].matches('\n').count() + 1;
+        let column = text[..at].rsplit('\n').next().unwrap().chars().count() + 1;
+        let location = format!("spec.hcl:{line}:{column}");
+        let source = SourceFile {
+            name: "spec.hcl",
+            text: &text,
+        };
+        let generated = generate(&source, Format::Hcl);
+        assert!(
+            generated.text.is_none(),
+            "{location}: an invalid spec must produce nothing"
+        );
+        let rendered: String = generated
+            .diagnostics
+            .iter()
+            .filter(|d| d.level == Level::Error)
+            .map(|d| source.render(d))
+            .collect();
+        assert!(
+            rendered.contains(&format!("error: {location}: ")),
+            "expected {location}:\n{rendered}"
+        );
+        for word in words {
+            assert!(rendered.contains(word), "expected {word:?}:\n{rendered}");
+        }
+    }
+}

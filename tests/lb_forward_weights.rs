@@ -527,3 +527,86 @@ async fn the_documented_snippets_run_as_written_under_terraform_1_15() {
     .await
     .unwrap();
 }
+
+/// The generator's promise (issue 63): a blue/green switch or a canary is one line of the spec,
+/// regenerated, and one in-place update. The generated configuration is applied for real: the
+/// target groups, the listener and its weighted forward are created in moto by a stand-in
+/// hashicorp/aws (tests/common/aws_provider.rs, the schema subset the output is validated
+/// against); `locality_lb_forward_weights` by this provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_line_of_the_spec_is_one_in_place_update() {
+    let aws = Elbv2::start();
+    let fixture = aws.fixture().await;
+    let elb = aws.client().await;
+    let reattach = common::aws_provider::start(Some(elb.clone())).await;
+    let runtime = tokio::runtime::Handle::current();
+    let endpoint = aws.endpoint.clone();
+    tokio::task::spawn_blocking(move || {
+        let lab = Lab { elb, fixture, runtime };
+        let f = &lab.fixture;
+        let mut tf = tf();
+        tf.env("TF_REATTACH_PROVIDERS", &reattach);
+        let spec = |active: &str| {
+            format!(
+                "forward \"shift\" {{\n  load_balancer_arn = \"{}\"\n  port              = 8080\n  protocol          = \"HTTP\"\n  vpc_id            = \"{}\"\n\n  target_group \"blue\" {{\n    port = 80\n  }}\n\n  target_group \"green\" {{\n    port = 80\n  }}\n\n  active = {active}\n\n  stickiness = \"5m\"\n\n  weights_owner = \"locality_lb_forward_weights\"\n}}\n",
+                f.alb, f.vpc_id
+            )
+        };
+        let gen = |tf: &Terraform| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_locality"))
+                .args(["gen", "shift.hcl", "-o", "shift.tf"])
+                .current_dir(tf.dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        };
+        tf.write("provider.tf", &provider(&endpoint, "ap-northeast-1"));
+        tf.write("shift.hcl", &spec("[\"blue\"]"));
+        gen(&tf);
+        tf.ok(&["apply", "-auto-approve"]);
+        let listener = {
+            let out = lab
+                .runtime
+                .block_on(lab.elb.describe_listeners().load_balancer_arn(&f.alb).send())
+                .unwrap();
+            out.listeners()
+                .iter()
+                .find(|l| l.port() == Some(8080))
+                .unwrap()
+                .listener_arn()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(lab.weights(&listener), Lab::w(&[("shift-blue", 100), ("shift-green", 0)]));
+        tf.assert_no_changes();
+
+        for (active, weights) in [
+            ("[\"green\"]", [("shift-blue", 0), ("shift-green", 100)]),
+            ("[\"blue\", \"green\"]", [("shift-blue", 50), ("shift-green", 50)]),
+        ] {
+            tf.write("shift.hcl", &spec(active));
+            gen(&tf);
+            let (code, plan) = tf.plan_exit_code();
+            assert_eq!(code, 2, "{plan}");
+            let plan = flat(&plan);
+            assert!(
+                plan.contains("Plan: 0 to add, 1 to change, 0 to destroy.")
+                    && plan.contains("# locality_lb_forward_weights.shift will be updated in-place"),
+                "{plan}"
+            );
+            tf.ok(&["apply", "-auto-approve"]);
+            assert_eq!(lab.weights(&listener), Lab::w(&weights));
+            // The stickiness the listener was created with is kept by every shift.
+            let actions = lab.actions(&listener);
+            let sticky = actions[0]
+                .forward_config()
+                .unwrap()
+                .target_group_stickiness_config()
+                .unwrap();
+            assert_eq!((sticky.enabled(), sticky.duration_seconds()), (Some(true), Some(300)));
+            tf.assert_no_changes();
+        }
+    })
+    .await
+    .unwrap();
+}

@@ -18,7 +18,7 @@ use super::hcl::{Block, Expr};
 use super::names::label as ident;
 use super::spec::{attributes, describe, one_label, required, string, unknown};
 use super::tree::{Literal, Node, Spanned};
-use crate::provider::aws::lb_forward::{LoadBalancerKind, Target, MAX_GROUPS, MAX_WEIGHT};
+use crate::naming::elb::{LoadBalancerKind, Target, MAX_GROUPS, MAX_WEIGHT};
 
 /// The weight `active` splits between the active target groups.
 pub const TOTAL_WEIGHT: u32 = 100;

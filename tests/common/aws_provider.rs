@@ -52,7 +52,8 @@ fn forward_action(name: &str) -> NestedBlock {
         Nesting::List,
         Block::new(name)
             .attribute(Attribute::string("type").required())
-            .attribute(Attribute::number("order").optional().computed())
+            // (Optional and computed in hashicorp/aws; optional here, so the stand-in need not fill it.)
+            .attribute(Attribute::number("order").optional())
             .attribute(Attribute::string("target_group_arn").optional())
             .block(NestedBlock::new("forward", Nesting::List, forward).items(0, 1)),
     )
@@ -160,8 +161,8 @@ fn forward(planned: &Value, block: &str) -> Vec<Action> {
             for group in forward.get("target_group").elements() {
                 config = config.target_groups(
                     TargetGroupTuple::builder()
-                        .target_group_arn(text(&group, "arn"))
-                        .set_weight(whole(&group, "weight"))
+                        .target_group_arn(text(group, "arn"))
+                        .set_weight(whole(group, "weight"))
                         .build(),
                 );
             }

@@ -47,6 +47,10 @@ pub struct Fixture {
     pub fixed_listener: String,
     /// Target group ARNs by name.
     pub groups: std::collections::BTreeMap<String, String>,
+    /// The ALB's ARN (it has a listener on port 80).
+    pub alb: String,
+    /// The VPC of every target group.
+    pub vpc_id: String,
 }
 
 impl Elbv2 {
@@ -325,6 +329,8 @@ impl Elbv2 {
             nlb_listener,
             fixed_listener,
             groups,
+            alb,
+            vpc_id: vpc,
         }
     }
 }
