@@ -903,6 +903,11 @@ fn aws_spec_errors_name_their_location_and_what_is_allowed() {
             "\"blue\" {",
             &["target_group \"blue\" is missing the required attribute `port`"],
         ),
+        (
+            base.replace("  stickiness = \"5m\"\n", "  stickiness = \"5m\"\n  description = \"web\"\n"),
+            "description",
+            &["unknown `description` in forward \"web\"", "allowed here: attributes load_balancer_arn"],
+        ),
     ];
     for (text, needle, words) in cases {
         assert_ne!(text, base, "the case changes the spec ({needle})");

@@ -108,7 +108,7 @@ pub struct Forward {
     pub owner: WeightsOwner,
 }
 
-const FORWARD_ATTRS: [&str; 13] = [
+const FORWARD_ATTRS: [&str; 12] = [
     "load_balancer_arn",
     "port",
     "protocol",
@@ -121,7 +121,6 @@ const FORWARD_ATTRS: [&str; 13] = [
     "active",
     "stickiness",
     "weights_owner",
-    "description",
 ];
 const FORWARD_BLOCKS: [&str; 1] = ["target_group"];
 const GROUP_ATTRS: [&str; 4] = ["port", "protocol", "target_type", "weight"];
