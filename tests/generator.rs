@@ -832,7 +832,12 @@ fn json_specs_are_read_as_json_with_hints_in_json() {
 /// searching the text, not by the generator), with what is allowed.
 #[test]
 fn aws_spec_errors_name_their_location_and_what_is_allowed() {
-    let base = std::fs::read_to_string(fixtures().join("aws-blue-green/spec.hcl")).unwrap();
+    // The documented example (its output is checked by example_output_is_current and validated
+    // by tests/examples.rs).
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/generator/aws-blue-green/web.hcl"),
+    )
+    .unwrap();
     let six_groups = base.replace(
         "  target_group \"canary\" {",
         "  target_group \"c1\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"c2\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"c3\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"c4\" {\n    port   = 1\n    weight = 1\n  }\n\n  target_group \"canary\" {",

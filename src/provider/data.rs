@@ -39,6 +39,22 @@ impl NotConfigured {
 /// Backend-service name → (weight in Terraform's state, live weight).
 pub(crate) type MovedWeights = BTreeMap<String, (u32, u32)>;
 
+/// What an apply would put back (the drift warning of `locality_weighted_backend` and
+/// `locality_lb_forward_weights`): each configured weight, by name, that refresh found moved
+/// outside Terraform to another value, as `name: live L, configured C`.
+pub(crate) fn reverted_weights<'a>(
+    moved: &MovedWeights,
+    desired: impl IntoIterator<Item = (&'a str, u32)>,
+) -> Vec<String> {
+    desired
+        .into_iter()
+        .filter_map(|(name, configured)| {
+            let &(_, live) = moved.get(name)?;
+            (live != configured).then(|| format!("{name}: live {live}, configured {configured}"))
+        })
+        .collect()
+}
+
 /// What resources receive: the resolved configuration and lazily built API clients.
 pub struct ProviderData {
     /// The provider block, resolved against the environment.

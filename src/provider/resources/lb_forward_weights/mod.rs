@@ -402,13 +402,10 @@ fn warn_about_outside_changes(
     desired: &BTreeMap<String, u32>,
     diags: &mut Diagnostics,
 ) {
-    let reverted: Vec<String> = desired
-        .iter()
-        .filter_map(|(name, &configured)| {
-            let &(_, live) = moved.get(name)?;
-            (live != configured).then(|| format!("{name}: live {live}, configured {configured}"))
-        })
-        .collect();
+    let reverted = crate::provider::data::reverted_weights(
+        moved,
+        desired.iter().map(|(name, &configured)| (name.as_str(), configured)),
+    );
     if reverted.is_empty() {
         return;
     }

@@ -492,14 +492,10 @@ fn warn_about_outside_changes(
     desired: &BTreeMap<String, u32>,
     diags: &mut Diagnostics,
 ) {
-    let reverted: Vec<String> = desired
-        .iter()
-        .filter_map(|(key, &configured)| {
-            let name = backend_name(key);
-            let &(_, live) = moved.get(name)?;
-            (live != configured).then(|| format!("{name}: live {live}, configured {configured}"))
-        })
-        .collect();
+    let reverted = crate::provider::data::reverted_weights(
+        moved,
+        desired.iter().map(|(key, &configured)| (backend_name(key), configured)),
+    );
     if reverted.is_empty() {
         return;
     }
